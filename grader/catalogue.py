@@ -1,0 +1,168 @@
+"""The kata catalogue: metadata, lessons and misconceptions read from `katas/<slug>/`.
+
+Per kata folder:
+- kata.toml: title (en/zh), order, difficulty, prerequisites, functions, source, and one [[todo]]
+  per TODO number of its reference (title, guidance and hints, each en/zh);
+- lesson.en.md, lesson.zh.md: the lesson;
+- misconceptions.toml: [[misconception]] entries, each a textual edit of the reference;
+- checks.py: the graded checks (pytest tests).
+
+A kata that includes another kata's reference inherits that kata's TODOs and misconceptions.
+Reading the catalogue never imports torch.
+"""
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache, cached_property
+from pathlib import Path
+from typing import NamedTuple
+
+from grader import render
+
+KATAS_DIR = Path(__file__).resolve().parent.parent / "katas"
+LANGUAGES = ("en", "zh")
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+class UnknownKata(LookupError):
+    """A slug that names no kata; the message suggests the closest ones."""
+
+
+def localized(texts: dict, lang: str):
+    """The text in `lang`, falling back to English."""
+    return texts.get(lang) or texts["en"]
+
+
+class Todo(NamedTuple):
+    number: int
+    title: dict[str, str]
+    guidance: dict[str, list[str]]
+    hints: dict[str, list[str]]
+
+
+class Misconception(NamedTuple):
+    id: str
+    todo: int
+    title: dict[str, str]
+    explanation: dict[str, str]
+    find: str
+    replace: str
+
+
+@dataclass(frozen=True)
+class Kata:
+    slug: str
+    order: int
+    difficulty: str
+    title: dict[str, str]
+    prerequisites: tuple[str, ...]
+    functions: tuple[str, ...]
+    source: str
+    own_todos: tuple[Todo, ...]
+
+    @cached_property
+    def includes(self) -> tuple["Kata", ...]:
+        """The katas whose references this kata's reference includes."""
+        return tuple(_load_kata(KATAS_DIR / slug) for slug in render.included_modules(render.read_reference(self.slug)))
+
+    @cached_property
+    def todos(self) -> tuple[Todo, ...]:
+        """Every TODO of the rendered file, its included katas' first."""
+        todos = [todo for kata in self.includes for todo in kata.todos] + list(self.own_todos)
+        return tuple(sorted(todos, key=lambda todo: todo.number))
+
+    @cached_property
+    def misconceptions(self) -> tuple[Misconception, ...]:
+        """The known misconceptions: the included katas' first, then this kata's own."""
+        path = self.folder / "misconceptions.toml"
+        entries = _read_toml(path).get("misconception", []) if path.exists() else []
+        own = [Misconception(m["id"], m["todo"], m["title"], m["explanation"], m["find"], m["replace"]) for m in entries]
+        return tuple(m for kata in self.includes for m in kata.misconceptions) + tuple(own)
+
+    @property
+    def folder(self) -> Path:
+        return KATAS_DIR / self.slug
+
+    @property
+    def checks_path(self) -> Path:
+        return self.folder / "checks.py"
+
+    def lesson(self, lang: str) -> str:
+        path = self.folder / f"lesson.{lang}.md"
+        if not path.exists():
+            path = self.folder / "lesson.en.md"
+        return path.read_text(encoding="utf-8")
+
+    def todo(self, number: int) -> Todo:
+        for todo in self.todos:
+            if todo.number == number:
+                return todo
+        raise KeyError(number)
+
+    def misconception(self, misconception_id: str) -> Misconception:
+        for item in self.misconceptions:
+            if item.id == misconception_id:
+                return item
+        raise KeyError(misconception_id)
+
+    def solution(self) -> str:
+        return render.solution_source(self.slug)
+
+    def template(self, lang: str = "en") -> str:
+        steps = {
+            todo.number: (localized(todo.title, lang), localized(todo.guidance, lang)) for todo in self.todos
+        }
+        header = [
+            f"Post-Training Katas · {self.slug} · {localized(self.title, lang)}",
+            f"Fill in every TODO, then run:  kata check {self.slug}",
+            f"Stuck? kata hint {self.slug}    The lesson: kata show {self.slug}",
+            "",
+        ]
+        return render.template_source(self.solution(), steps, header)
+
+    def variant(self, misconception_id: str) -> str:
+        item = self.misconception(misconception_id)
+        return render.apply_edit(self.solution(), item.find, item.replace)
+
+
+def _read_toml(path: Path) -> dict:
+    with path.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def _load_kata(folder: Path) -> Kata:
+    meta = _read_toml(folder / "kata.toml")
+    slug = folder.name
+    todos = [
+        Todo(item["number"], item["title"], item.get("guidance", {"en": []}), item["hints"])
+        for item in meta.get("todo", [])
+    ]
+    return Kata(
+        slug=slug,
+        order=meta["order"],
+        difficulty=meta["difficulty"],
+        title=meta["title"],
+        prerequisites=tuple(meta.get("prerequisites", ())),
+        functions=tuple(meta["functions"]),
+        source=meta.get("source", ""),
+        own_todos=tuple(todos),
+    )
+
+
+@cache
+def all_katas() -> tuple[Kata, ...]:
+    """Every kata, in learning order."""
+    folders = [path.parent for path in KATAS_DIR.glob("*/kata.toml")]
+    return tuple(sorted((_load_kata(folder) for folder in folders), key=lambda kata: (kata.order, kata.slug)))
+
+
+def get_kata(slug: str) -> Kata:
+    """The kata named `slug`, or UnknownKata with a did-you-mean suggestion."""
+    katas = {kata.slug: kata for kata in all_katas()}
+    if slug in katas:
+        return katas[slug]
+    import difflib
+
+    close = difflib.get_close_matches(slug, katas, n=2, cutoff=0.5)
+    hint = f" Did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
+    raise UnknownKata(f"unknown kata {slug!r}.{hint} `kata list` shows them all.")

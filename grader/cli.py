@@ -1,0 +1,295 @@
+"""The `kata` command: thin click commands over the catalogue, the workspace and the grader.
+
+Exit status: 0 success; 1 checks failed or the action was refused; 2 usage error.
+`list`, `start`, `hint`, `show`, `solution` and `reset` never import torch.
+"""
+
+import json
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import click
+
+from grader import catalogue
+from grader.catalogue import Kata
+from grader.i18n import pick_language
+from grader.workspace import DEFAULT_DIR, Workspace, WorkspaceRefusal
+
+
+class _LazyConsole:
+    """The rich console, created on first use: `kata list` piped to a file never imports rich."""
+
+    def __init__(self, stderr: bool):
+        self._stderr = stderr
+        self._console = None
+
+    def __getattr__(self, name):
+        if self._console is None:
+            from grader.styles import make_console
+
+            self._console = make_console(stderr=self._stderr)
+        return getattr(self._console, name)
+
+
+console = _LazyConsole(stderr=False)
+errors = _LazyConsole(stderr=True)
+
+
+class KataSlug(click.ParamType):
+    """A kata's slug, resolved to its Kata; unknown names get a did-you-mean."""
+
+    name = "SLUG"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, Kata):
+            return value
+        try:
+            return catalogue.get_kata(value)
+        except catalogue.UnknownKata as error:
+            self.fail(str(error), param, ctx)
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(kata.slug) for kata in catalogue.all_katas() if kata.slug.startswith(incomplete)]
+
+
+SLUG = KataSlug()
+
+
+def workspace_option(command):
+    return click.option(
+        "--workspace",
+        "workspace_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_DIR,
+        envvar="KATA_WORKSPACE",
+        show_default=True,
+        help="Folder with your kata files (or set KATA_WORKSPACE).",
+    )(command)
+
+
+def lang_option(command):
+    return click.option(
+        "--lang", type=click.Choice(["en", "zh"]), envvar="KATA_LANG", help="Language: en or zh (default: KATA_LANG, then the locale)."
+    )(command)
+
+
+def _workspace(path: Path) -> Workspace:
+    return Workspace(path)
+
+
+def _flush_warnings(workspace: Workspace) -> None:
+    for warning in workspace.warnings:
+        errors.print(f"warning: {warning}", style="warning")
+    workspace.warnings.clear()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="post-training-katas", prog_name="kata")
+def cli():
+    """Post-Training Katas: learn the math of LLM post-training by writing it.
+
+    \b
+    kata list                 the katas, in learning order, with your progress
+    kata start group_advantages
+    kata check group_advantages
+    kata hint group_advantages
+    """
+
+
+@cli.command("list")
+@workspace_option
+@lang_option
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def list_command(workspace_dir: Path, lang: str | None, as_json: bool) -> int:
+    """Every kata in learning order, with your status and what to do next."""
+    from grader.listing import listing_rows, plain_listing
+
+    workspace = _workspace(workspace_dir)
+    rows = listing_rows(catalogue.all_katas(), workspace, pick_language(lang))
+    _flush_warnings(workspace)
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+    elif not sys.stdout.isatty():
+        click.echo(plain_listing(rows))
+    else:
+        from grader.listing import build_listing
+
+        console.print(build_listing(rows))
+    return 0
+
+
+@cli.command()
+@click.argument("kata", type=SLUG)
+@workspace_option
+@lang_option
+def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
+    """Write the blank exercise for KATA to WORKSPACE/KATA.py (never overwrites)."""
+    workspace = _workspace(workspace_dir)
+    lang = pick_language(lang)
+    try:
+        path = workspace.create(kata.slug, kata.template(lang))
+    except WorkspaceRefusal as refusal:
+        errors.print(f"kata: {refusal}", style="warning")
+        return 1
+    progress = workspace.progress()
+    _flush_warnings(workspace)
+    console.print(f"[passed]✓[/] wrote [code]{path}[/]  ({len(kata.todos)} TODOs)")
+    pending = [slug for slug in kata.prerequisites if not progress.get(slug, {}).get("passed_at")]
+    if pending:
+        console.print(f"[warning]tip:[/] this kata builds on {', '.join(pending)}, not passed yet.")
+    console.print(f"Read the lesson: [code]kata show {kata.slug}[/]   Then: [code]kata check {kata.slug}[/]")
+    return 0
+
+
+@cli.command()
+@click.argument("kata", type=SLUG)
+@workspace_option
+@click.option("--file", "file_path", type=click.Path(dir_okay=False, path_type=Path), help="Grade this file instead of the workspace's.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Time limit of each check, in seconds.")
+@lang_option
+def check(kata: Kata, workspace_dir: Path, file_path: Path | None, as_json: bool, timeout: float, lang: str | None) -> int:
+    """Grade your file for KATA: each check runs in its own process, with a time limit."""
+    from grader.grading import GradingError, grade
+    from grader.report import build_report
+
+    workspace = _workspace(workspace_dir)
+    path = file_path or workspace.kata_file(kata.slug)
+    if not path.is_file():
+        hint = "" if file_path else f" Run `kata start {kata.slug}` first."
+        errors.print(f"kata: no file to grade at {path}.{hint}", style="warning")
+        return 1
+    try:
+        with console.status(f"checking {path} …") if console.is_terminal and not as_json else nullcontext():
+            result = grade(kata, str(path), timeout)
+    except GradingError as error:
+        errors.print(f"kata: {error}", style="error")
+        return 1
+    if file_path is None:
+        failing = sorted({c.todo for c in result.checks if c.status != "passed" and c.todo is not None})
+        workspace.record_check(kata.slug, result.passed, result.failed, failing)
+        _flush_warnings(workspace)
+    if as_json:
+        data = result.to_json()
+        data.pop("matches")
+        click.echo(json.dumps(data, ensure_ascii=False, indent=1))
+    else:
+        console.print(build_report(result, kata, pick_language(lang), str(path)))
+    return 0 if result.failed == 0 and result.checks else 1
+
+
+@cli.command()
+@click.argument("kata", type=SLUG)
+@click.option("--todo", "todo_number", type=int, help="The TODO to get a hint for (default: the first failing one).")
+@workspace_option
+@lang_option
+def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | None) -> int:
+    """Show one more hint for a TODO of KATA each time it is run."""
+    from grader.hints import next_hint
+
+    workspace = _workspace(workspace_dir)
+    numbers = [todo.number for todo in kata.todos]
+    if todo_number is not None and todo_number not in numbers:
+        raise click.BadParameter(f"{kata.slug} has TODOs {', '.join(map(str, numbers))}", param_hint="--todo")
+    console.print(next_hint(kata, workspace, todo_number, pick_language(lang)))
+    _flush_warnings(workspace)
+    return 0
+
+
+@cli.command()
+@click.argument("kata", type=SLUG)
+@click.option("--force", is_flag=True, help="Show it even though the kata is not passed yet.")
+@workspace_option
+def solution(kata: Kata, force: bool, workspace_dir: Path) -> int:
+    """Print the reference solution of KATA (once you have passed it)."""
+    workspace = _workspace(workspace_dir)
+    if not force and workspace.status(kata.slug) != "passed":
+        errors.print(
+            f"kata: {kata.slug} is not passed yet; the solution opens once `kata check {kata.slug}` passes (or use --force).",
+            style="warning",
+        )
+        return 1
+    _flush_warnings(workspace)
+    if console.is_terminal:
+        from rich.syntax import Syntax
+
+        console.print(Syntax(kata.solution(), "python", line_numbers=True))
+    else:
+        click.echo(kata.solution(), nl=False)
+    return 0
+
+
+@cli.command()
+@click.argument("kata", type=SLUG)
+@workspace_option
+@lang_option
+def reset(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
+    """Start KATA over from the blank exercise; your current file is kept as a backup."""
+    workspace = _workspace(workspace_dir)
+    backup = workspace.reset(kata.slug, kata.template(pick_language(lang)))
+    _flush_warnings(workspace)
+    if backup:
+        console.print(f"[passed]✓[/] {workspace.kata_file(kata.slug)} is blank again; your previous file is in [code]{backup}[/]")
+    else:
+        console.print(f"[passed]✓[/] wrote a blank [code]{workspace.kata_file(kata.slug)}[/]")
+    return 0
+
+
+@cli.command()
+@click.argument("kata", type=SLUG)
+@lang_option
+def show(kata: Kata, lang: str | None) -> int:
+    """Print the lesson of KATA."""
+    text = kata.lesson(pick_language(lang))
+    if console.is_terminal:
+        from rich.markdown import Markdown
+
+        console.print(Markdown(text))
+    else:
+        click.echo(text, nl=False)
+    return 0
+
+
+@cli.command()
+@click.argument("kata", type=SLUG, required=False)
+@workspace_option
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Time limit of each check, in seconds.")
+@click.option("--poll", is_flag=True, help="Poll for changes (for file systems that send no events).")
+@lang_option
+def watch(kata: Kata | None, workspace_dir: Path, timeout: float, poll: bool, lang: str | None) -> int:
+    """Re-check a kata file every time you save it (all katas in the workspace by default)."""
+    from grader.watch import watch_workspace
+
+    workspace = _workspace(workspace_dir)
+    if not workspace.root.is_dir():
+        errors.print(f"kata: no workspace at {workspace.root}. Run `kata start SLUG` first.", style="warning")
+        return 1
+    return watch_workspace(workspace, kata, timeout, poll, pick_language(lang), console)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the command; turn usage errors into one line and status 2."""
+    try:
+        status = cli.main(args=argv, prog_name="kata", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as error:
+        click.echo(error.ctx.get_help())
+        return 0
+    except click.UsageError as error:
+        command = error.ctx.command_path if error.ctx else "kata"
+        errors.print(f"{command}: error: {error.format_message()}  (see `{command} --help`)", style="error", markup=False)
+        return 2
+    except click.exceptions.Exit as exit_:
+        return exit_.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        errors.print("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+    return status if isinstance(status, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""What checks use to compare a learner's module with the reference, with messages that teach.
+
+A check receives `expect`, bound to the module under test and the reference:
+
+    out = expect.matches_reference("compute_group_advantages", rewards, group_ids)
+    expect.gradients_match_reference("compute_grpo_loss", args, wrt=("log_probs_new",))
+    expect.raises_value_error("NaN reward", "compute_group_advantages", bad_rewards, group_ids)
+
+Every call runs on fresh copies of the inputs (and fails if the learner changed them in place);
+every failure is a `CheckFailed` whose message names the call, what was expected, what came
+back, the largest difference and where.
+"""
+
+import inspect
+
+import torch
+
+TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-5, 1e-6), torch.bfloat16: (1.6e-2, 1e-3)}
+
+
+class CheckFailed(AssertionError):
+    """A check's expectation does not hold; the message is for the learner."""
+
+
+class MissingFunction(CheckFailed):
+    """The module under test lacks a function the checks call."""
+
+
+def fmt(value) -> str:
+    """Short, stable text for a value: small tensors in full (4 significant digits), big ones by shape."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() <= 12:
+            return _fmt_nested(value.detach().cpu().tolist())
+        dtype = str(value.dtype).removeprefix("torch.")
+        return f"<{dtype} tensor of shape {tuple(value.shape)}>"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, tuple | list):
+        inner = ", ".join(fmt(item) for item in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    return repr(value)
+
+
+def _fmt_nested(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt_nested(item) for item in value) + "]"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return repr(value)
+
+
+def describe_call(reference_fn, name: str, args: tuple, kwargs: dict) -> str:
+    """`name(arg=value, ...)` with the reference's parameter names."""
+    try:
+        bound = inspect.signature(reference_fn).bind(*args, **kwargs)
+        parts = [f"{key}={fmt(value)}" for key, value in bound.arguments.items()]
+    except TypeError:
+        parts = [fmt(arg) for arg in args] + [f"{key}={fmt(value)}" for key, value in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def fresh(value):
+    """A leaf copy of a tensor (keeping requires_grad); other values as they are."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    return value
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and bool(((a == b) | (a.isnan() & b.isnan())).all())
+
+
+class Expect:
+    """Comparisons of the module under test (`learner`) against `reference`."""
+
+    def __init__(self, learner, reference):
+        self.learner = learner
+        self.reference = reference
+
+    def function(self, name: str):
+        fn = getattr(self.learner, name, None)
+        if not callable(fn):
+            raise MissingFunction(f"your file has no function `{name}`: the checks call it by that name")
+        return fn
+
+    def call(self, name: str, *args, **kwargs):
+        """Call the learner's `name` on fresh copies of the inputs; fail if it changes them."""
+        copies = [fresh(arg) for arg in args]
+        kw_copies = {key: fresh(value) for key, value in kwargs.items()}
+        result = self.function(name)(*copies, **kw_copies)
+        originals = list(args) + list(kwargs.values())
+        for label, original, copy in zip(self._labels(name, args, kwargs), originals, copies + list(kw_copies.values())):
+            if isinstance(original, torch.Tensor) and not _same_values(original.detach(), copy.detach()):
+                raise CheckFailed(
+                    f"{name} changed its input `{label}` in place.\n"
+                    f"  before: {fmt(original)}\n  after:  {fmt(copy)}\n"
+                    "Build new tensors instead (x = x - m, not x -= m or x.sub_(m))."
+                )
+        return result
+
+    def reference_call(self, name: str, *args, **kwargs):
+        return getattr(self.reference, name)(*[fresh(a) for a in args], **{k: fresh(v) for k, v in kwargs.items()})
+
+    def matches_reference(self, name: str, *args, **kwargs):
+        """The learner's output equals the reference's in type, shape, dtype and value; returns it."""
+        expected = self.reference_call(name, *args, **kwargs)
+        got = self.call(name, *args, **kwargs)
+        self.same(got, expected, self.describe(name, args, kwargs))
+        return got
+
+    def gradients_match_reference(self, name: str, *args, wrt: tuple[str, ...], pick=None, **kwargs):
+        """Backpropagate the (picked) scalar output; each input in `wrt` gets the reference's gradient.
+
+        An input the reference sends no gradient to must get none (or only zeros) from the learner.
+        """
+        call = self.describe(name, args, kwargs)
+        pick = pick or (lambda output: output)
+        _, expected = self._gradients(getattr(self.reference, name), name, args, kwargs, wrt, pick)
+        _, got = self.gradients(name, *args, wrt=wrt, pick=pick, **kwargs)
+        for label in wrt:
+            want, have = expected[label], got[label]
+            if want is None:
+                if have is not None and bool((have != 0).any()):
+                    raise CheckFailed(
+                        f"{call}\n  no gradient should reach `{label}`, but one did: "
+                        f"largest |grad| {have.abs().max().item():.4g} at {_where(have.abs())}"
+                    )
+                continue
+            if have is None:
+                raise CheckFailed(f"{call}\n  no gradient reached `{label}`; the reference sends one: {fmt(want)}")
+            self.same(have, want, f"{call}\n  gradient of the loss with respect to `{label}`")
+
+    def gradients(self, name: str, *args, wrt: tuple[str, ...], pick=None, **kwargs) -> tuple[float, dict]:
+        """The learner's (picked) scalar output and the gradient each input in `wrt` receives (or None)."""
+        return self._gradients(self.function(name), name, args, kwargs, wrt, pick or (lambda output: output))
+
+    def raises_value_error(self, why: str, name: str, *args, **kwargs) -> None:
+        """The learner rejects a bad input with ValueError (the input contract)."""
+        call = self.describe(name, args, kwargs)
+        try:
+            result = self.call(name, *args, **kwargs)
+        except ValueError:
+            return
+        except NotImplementedError:
+            raise
+        except Exception as error:
+            raise CheckFailed(
+                f"{call}\n  should raise ValueError ({why}), but raised {type(error).__name__}: {error}"
+            ) from None
+        raise CheckFailed(f"{call}\n  should raise ValueError ({why}), but returned {fmt(result)}")
+
+    def same(self, got, expected, what: str) -> None:
+        """`got` has the structure, shapes, dtypes and (within tolerance) values of `expected`."""
+        if isinstance(expected, tuple | list):
+            if not isinstance(got, tuple | list) or len(got) != len(expected):
+                raise CheckFailed(
+                    f"{what}\n  returned {_kind(got)}; expected a tuple of {len(expected)} values"
+                )
+            for index, (have, want) in enumerate(zip(got, expected)):
+                self.same(have, want, f"{what}  [returned value {index}]")
+            return
+        if isinstance(expected, torch.Tensor):
+            self._same_tensor(got, expected, what)
+            return
+        if got != expected:
+            raise CheckFailed(f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}")
+
+    def _same_tensor(self, got, expected: torch.Tensor, what: str) -> None:
+        if not isinstance(got, torch.Tensor):
+            raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a torch.Tensor of shape {tuple(expected.shape)}")
+        if got.shape != expected.shape:
+            raise CheckFailed(
+                f"{what}\n  shape: expected {tuple(expected.shape)}, got {tuple(got.shape)}"
+            )
+        if got.dtype != expected.dtype:
+            raise CheckFailed(f"{what}\n  dtype: expected {expected.dtype}, got {got.dtype}")
+        got_values, want_values = got.detach().double(), expected.detach().double()
+        rtol, atol = TOLERANCE.get(expected.dtype, (1e-5, 1e-6))
+        nan_mismatch = got_values.isnan() != want_values.isnan()
+        error = (got_values - want_values).abs().nan_to_num(nan=0.0, posinf=float("inf"))
+        error = torch.where(nan_mismatch, torch.full_like(error, float("inf")), error)
+        too_far = error > atol + rtol * want_values.abs().nan_to_num(nan=0.0)
+        if not bool(too_far.any()):
+            return
+        worst = torch.where(too_far, error, torch.zeros_like(error))
+        index = _where(worst)
+        at = worst[index] if worst.ndim else worst
+        detail = "NaN where a number was expected (or the reverse)" if bool(nan_mismatch.any()) else (
+            f"largest difference {at.item():.4g}"
+        )
+        raise CheckFailed(
+            f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}\n"
+            f"  {detail} at {list(index) if index else '[]'}"
+            f" (expected {want_values[index].item():.6g}, got {got_values[index].item():.6g})"
+        )
+
+    def describe(self, name: str, args: tuple, kwargs: dict) -> str:
+        return describe_call(getattr(self.reference, name), name, args, kwargs)
+
+    def _labels(self, name: str, args: tuple, kwargs: dict) -> list[str]:
+        params = list(inspect.signature(getattr(self.reference, name)).parameters)
+        return [params[i] if i < len(params) else f"argument {i}" for i in range(len(args))] + list(kwargs)
+
+    def _gradients(self, fn, name: str, args: tuple, kwargs: dict, wrt: tuple[str, ...], pick) -> dict:
+        labels = self._labels(name, args, kwargs)
+        values = dict(zip(labels, list(args) + list(kwargs.values())))
+        leaves = {label: fresh(value) for label, value in values.items()}
+        for label in wrt:
+            leaves[label].requires_grad_(True)
+        positional = [leaves[label] for label in labels[: len(args)]]
+        output = pick(fn(*positional, **{key: leaves[key] for key in kwargs}))
+        if not isinstance(output, torch.Tensor) or output.ndim != 0:
+            raise CheckFailed(f"{self.describe(name, args, kwargs)}\n  returned {_kind(output)} where a scalar loss tensor was expected")
+        if output.requires_grad:
+            output.backward()
+        return output.item(), {label: leaves[label].grad for label in wrt}
+
+
+def _where(values: torch.Tensor) -> tuple[int, ...]:
+    if values.ndim == 0:
+        return ()
+    flat = int(values.reshape(-1).argmax())
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), values.shape))
+
+
+def _kind(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    if isinstance(value, tuple | list):
+        return f"a {type(value).__name__} of {len(value)} values"
+    return f"a {type(value).__name__} ({fmt(value)})"

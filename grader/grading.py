@@ -1,0 +1,49 @@
+"""Grade a file from the `kata` process without importing torch or any learner code: run pytest
+with the plugin in a child process and read back the JSON it writes.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from grader.catalogue import Kata
+from grader.results import GradeResult
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TIMEOUT = 10.0
+
+
+class GradingError(RuntimeError):
+    """The grading process itself failed (not the learner's code)."""
+
+
+def grade(kata: Kata, target: str, timeout: float = DEFAULT_TIMEOUT) -> GradeResult:
+    """Run every check of `kata` against `target` (a file path, "reference", "template" or
+    "misconception:ID"), each in its own child process limited to `timeout` seconds."""
+    with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
+        report = Path(scratch) / "result.json"
+        command = [
+            sys.executable, "-m", "pytest", str(kata.checks_path),
+            "-p", "grader.plugin", "-p", "no:cacheprovider", "-q", "--no-header", "-rN",
+            "--rootdir", str(PROJECT_ROOT), "-c", str(PROJECT_ROOT / "grader" / "pytest-kata.ini"),
+            "--kata", kata.slug, "--kata-timeout", str(timeout), "--kata-report", str(report),
+        ]
+        command += ["--kata-target", target] if _is_builtin(target) else ["--kata-file", str(Path(target).resolve())]
+        env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
+        try:
+            done = subprocess.run(
+                command, cwd=scratch, env=env, capture_output=True, text=True, timeout=max(120.0, 60 * timeout)
+            )
+        except subprocess.TimeoutExpired:
+            raise GradingError("the grader ran out of time (this is a bug in the grader, not your code)") from None
+        if not report.exists():
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            raise GradingError(f"the grader failed: {lines[-1] if lines else f'exit status {done.returncode}'}")
+        return GradeResult.from_json(json.loads(report.read_text(encoding="utf-8")))
+
+
+def _is_builtin(target: str) -> bool:
+    return target in ("reference", "template") or target.startswith("misconception:")

@@ -1,0 +1,153 @@
+"""pytest plugin: grade a module against a kata's checks.
+
+Inert unless `--kata` is given. Then it collects the kata's checks (unless test paths were
+named), loads the module under test only in forked children (see grader.session), and can
+write the result as JSON:
+
+    pytest --kata group_advantages --kata-file kata_workspace/group_advantages.py
+    pytest --kata grpo_loss --kata-target misconception:old_not_detached --kata-report out.json
+
+Checks receive three fixtures: `learner` (the module under test), `reference` and `expect`
+(see grader.expect), and say which TODO they grade with `@pytest.mark.todo(N)`.
+"""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from grader.catalogue import UnknownKata, get_kata
+from grader.expect import Expect
+from grader.session import KataSession
+from grader.targets import BUILTIN_TARGETS, TargetError
+
+SESSION = pytest.StashKey[KataSession]()
+
+HELP_KATA = "grade against the checks of kata SLUG (enables this plugin)"
+HELP_FILE = "the file to grade"
+HELP_TARGET = "grade a built-in module instead: reference, template, or misconception:ID"
+HELP_TIMEOUT = "time limit of each check, in seconds (default: 10)"
+HELP_REPORT = "write the grading result as JSON to PATH"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add the --kata-* options."""
+    group = parser.getgroup("kata", "Post-Training Katas grading")
+    group.addoption("--kata", metavar="SLUG", help=HELP_KATA)
+    group.addoption("--kata-file", metavar="PATH", help=HELP_FILE)
+    group.addoption("--kata-target", metavar="TARGET", help=HELP_TARGET)
+    group.addoption("--kata-timeout", metavar="S", type=float, default=10.0, help=HELP_TIMEOUT)
+    group.addoption("--kata-report", metavar="PATH", help=HELP_REPORT)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser, args):
+    """Grading captures the learner's output itself (per check, bounded): turn pytest's capture off."""
+    if early_config.known_args_namespace.kata:
+        early_config.known_args_namespace.capture = "no"
+    return (yield)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the `todo` marker; with --kata, set up the grading session and its checks."""
+    config.addinivalue_line("markers", "todo(number): the TODO of the kata that this check grades")
+    slug = config.getoption("kata")
+    if not slug:
+        return
+    try:
+        config.stash[SESSION] = KataSession(config, get_kata(slug), _target(config), config.getoption("kata_timeout"))
+    except (UnknownKata, TargetError) as error:
+        raise pytest.UsageError(str(error)) from None
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args = [str(config.stash[SESSION].kata.checks_path)]
+
+
+def _target(config: pytest.Config) -> str:
+    path, target = config.getoption("kata_file"), config.getoption("kata_target")
+    if bool(path) == bool(target):
+        raise TargetError("give exactly one of --kata-file PATH and --kata-target TARGET")
+    if target and target not in BUILTIN_TARGETS and not target.startswith("misconception:"):
+        raise TargetError(f"--kata-target must be reference, template or misconception:ID, not {target!r}")
+    return path or target
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Load the module under test once, in a child, before any check runs."""
+    kata_session = session.config.stash.get(SESSION, None)
+    if kata_session and session.items:
+        kata_session.probe()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    """Run each check in a forked child with a time limit."""
+    kata_session = item.config.stash.get(SESSION, None)
+    if kata_session is None or kata_session.in_child:
+        return None
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    for report in kata_session.run(item):
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """In the child: explain a failure, and name the misconceptions that fail the same way."""
+    report = yield
+    kata_session = item.config.stash.get(SESSION, None)
+    if kata_session and kata_session.in_child and report.failed and call.excinfo:
+        kata_session.annotate(item, call.excinfo.value, report)
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the JSON result when --kata-report asks for it."""
+    kata_session = session.config.stash.get(SESSION, None)
+    path = session.config.getoption("kata_report")
+    if kata_session is None or kata_session.in_child or not path:
+        return
+    data = json.dumps(kata_session.grade().to_json(), ensure_ascii=False, indent=1)
+    target = Path(path)
+    with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, encoding="utf-8") as handle:
+        handle.write(data)
+    os.replace(handle.name, target)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    """Name the likely misconception under pytest's own summary."""
+    kata_session = config.stash.get(SESSION, None)
+    if kata_session is None or kata_session.in_child:
+        return
+    result = kata_session.grade()
+    if result.diagnosis:
+        item = kata_session.kata.misconception(result.diagnosis)
+        terminalreporter.write_line(f"kata: likely misconception: {item.title['en']} ({item.id})")
+    terminalreporter.write_line(f"kata: {result.passed} passed, {result.failed} failed")
+
+
+def _session(request: pytest.FixtureRequest) -> KataSession:
+    kata_session = request.config.stash.get(SESSION, None)
+    if kata_session is None:
+        pytest.fail("kata checks need --kata SLUG and --kata-file PATH (or --kata-target)", pytrace=False)
+    return kata_session
+
+
+@pytest.fixture
+def learner(request: pytest.FixtureRequest):
+    """The module under test (loaded in this check's child process)."""
+    return _session(request).load_learner()
+
+
+@pytest.fixture
+def reference(request: pytest.FixtureRequest):
+    """The kata's reference module."""
+    return _session(request).reference
+
+
+@pytest.fixture
+def expect(learner, reference) -> Expect:
+    """Comparisons of `learner` against `reference` (see grader.expect)."""
+    return Expect(learner, reference)

@@ -1,0 +1,145 @@
+"""Render learner-facing sources from a reference module: the one source of truth.
+
+A reference marks each learner step with a pair of comment lines::
+
+    # TODO 2: optional words for the reader
+    ...the reference code of the step...
+    # END TODO 2
+
+and may pull another kata's reference in whole with ``from reference.X import f  # kata: include``.
+
+- `solution_source` inlines the includes: a standalone module, the "reference" grading target.
+- `template_source` replaces every marked step by its title, guidance and a NotImplementedError.
+- `apply_edit` makes a misconception variant: one exact textual replacement in the solution.
+
+Pure text in, text out; nothing here imports torch.
+"""
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+REFERENCE_DIR = Path(__file__).resolve().parent.parent / "reference"
+
+_START = re.compile(r"^(?P<indent>[ \t]*)# TODO (?P<number>\d+)\b.*$")
+_END = re.compile(r"^[ \t]*# END TODO (?P<number>\d+)\s*$")
+_INCLUDE = re.compile(r"^from reference\.(?P<module>\w+) import [\w, ]+# kata: include\s*$")
+
+
+class RenderError(ValueError):
+    """A reference or an edit breaks the marker rules."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """One learner step: lines [start, end] (0-based, markers included) of a source."""
+
+    number: int
+    start: int
+    end: int
+    indent: str
+
+
+def included_modules(source: str) -> list[str]:
+    """Names of the reference modules a source includes, in order."""
+    return [m["module"] for line in source.splitlines() if (m := _INCLUDE.match(line))]
+
+
+def read_reference(module: str) -> str:
+    return (REFERENCE_DIR / f"{module}.py").read_text(encoding="utf-8")
+
+
+@cache
+def solution_source(module: str) -> str:
+    """The reference of `module` as one standalone module, includes inlined (recursively)."""
+    lines = read_reference(module).splitlines()
+    out: list[str] = []
+    for line in lines:
+        match = _INCLUDE.match(line)
+        if not match:
+            out.append(line)
+            continue
+        imports, body = _split_module(solution_source(match["module"]))
+        known = {existing.strip() for existing in lines}
+        out.extend(statement for statement in imports if statement.strip() not in known)
+        while out and not out[-1].strip():
+            out.pop()
+        out.extend(["", ""] + body)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _split_module(source: str) -> tuple[list[str], list[str]]:
+    """(top-level import lines, remaining body lines) of a module, docstring dropped."""
+    import ast
+
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    skip: set[int] = set()
+    imports: list[str] = []
+    for node in tree.body:
+        span = range(node.lineno - 1, node.end_lineno)
+        is_docstring = node is tree.body[0] and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            imports.extend(lines[i] for i in span)
+            skip.update(span)
+        elif is_docstring:
+            skip.update(span)
+    body = [line for i, line in enumerate(lines) if i not in skip]
+    while body and not body[0].strip():
+        body.pop(0)
+    return imports, body
+
+
+def find_regions(source: str) -> list[Region]:
+    """Every `# TODO N` ... `# END TODO N` region, checked: paired, not nested, numbers unique."""
+    regions: list[Region] = []
+    open_start: re.Match | None = None
+    start_line = 0
+    for i, line in enumerate(source.splitlines()):
+        if start := _START.match(line):
+            if open_start:
+                raise RenderError(f"line {i + 1}: TODO {start['number']} starts inside TODO {open_start['number']}")
+            open_start, start_line = start, i
+        elif end := _END.match(line):
+            if not open_start or end["number"] != open_start["number"]:
+                raise RenderError(f"line {i + 1}: END TODO {end['number']} has no matching start")
+            regions.append(Region(int(open_start["number"]), start_line, i, open_start["indent"]))
+            open_start = None
+    if open_start:
+        raise RenderError(f"TODO {open_start['number']} is never closed")
+    numbers = [region.number for region in regions]
+    if len(set(numbers)) != len(numbers):
+        raise RenderError(f"TODO numbers repeat: {numbers}")
+    return regions
+
+
+def template_source(source: str, steps: dict[int, tuple[str, list[str]]], header: list[str]) -> str:
+    """Blank every marked step of `source`.
+
+    `steps` maps a TODO number to (title, guidance lines); `header` is comment text put on top.
+    Each region becomes its title, its guidance as comments, and `raise NotImplementedError`.
+    """
+    lines = source.splitlines()
+    out = [f"# {text}".rstrip() for text in header]
+    cursor = 0
+    for region in find_regions(source):
+        if region.number not in steps:
+            raise RenderError(f"TODO {region.number} has no title in the kata's metadata")
+        title, guidance = steps[region.number]
+        pad = region.indent
+        out.extend(lines[cursor : region.start])
+        out.append(f"{pad}# TODO {region.number}: {title}")
+        out.extend(f"{pad}#   {text}".rstrip() for text in guidance)
+        out.append(f"{pad}raise NotImplementedError({f'TODO {region.number}: {title}'!r})")
+        cursor = region.end + 1
+    out.extend(lines[cursor:])
+    return "\n".join(out).rstrip() + "\n"
+
+
+def apply_edit(source: str, find: str, replace: str) -> str:
+    """Replace the one occurrence of `find`; refuse when there are none or several."""
+    count = source.count(find)
+    if count != 1:
+        raise RenderError(f"the edit's text occurs {count} times, expected exactly once: {find!r}")
+    return source.replace(find, replace)

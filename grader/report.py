@@ -1,0 +1,121 @@
+"""Build the grading report as rich renderables (printed once, by the caller).
+
+Checks are grouped by TODO. A TODO whose checks all pass is one line; a failing check shows its
+message (the call, expected, got, largest difference and where), what the code printed, and
+the misconception it fits. The report ends with what to do next and the plain summary line.
+"""
+
+import re
+
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.text import Text
+
+from grader.catalogue import Kata, localized
+from grader.i18n import phrase
+from grader.results import CheckResult, GradeResult
+from grader.styles import SYMBOL
+
+NOT_IMPLEMENTED = re.compile(r"not implemented yet: TODO (\d+)")
+MESSAGE_LINES = 12
+OUTPUT_LINES = 12
+
+
+def summary_line(result: GradeResult) -> str:
+    return f"{result.passed} passed, {result.failed} failed"
+
+
+def build_report(result: GradeResult, kata: Kata, lang: str, target_label: str) -> RenderableType:
+    parts: list[RenderableType] = [
+        Text.assemble((f"{kata.slug} · {localized(kata.title, lang)}", "title"), ("  " + target_label, "muted")),
+        Text(),
+    ]
+    if result.load_error:
+        parts += [Text(phrase(lang, "not_loaded") + ":", style="error"), _pad(Text(result.load_error), (0, 0, 1, 4))]
+    else:
+        for todo, checks in _by_todo(result.checks):
+            parts += _todo_section(todo, checks, kata, lang)
+        if result.diagnosis:
+            parts += _diagnosis(result, kata, lang)
+    parts += [Text(_next_step(result, kata, lang), style="next"), Text(summary_line(result))]
+    return Group(*parts)
+
+
+def _by_todo(checks: list[CheckResult]) -> list[tuple[int | None, list[CheckResult]]]:
+    todos = sorted({check.todo for check in checks}, key=lambda todo: (todo is None, todo or 0))
+    return [(todo, [check for check in checks if check.todo == todo]) for todo in todos]
+
+
+def _todo_section(todo: int | None, checks: list[CheckResult], kata: Kata, lang: str) -> list[RenderableType]:
+    passed = sum(check.status == "passed" for check in checks)
+    label = f"TODO {todo}" if todo is not None else phrase(lang, "whole")
+    title = localized(kata.todo(todo).title, lang) if todo is not None else ""
+    status = "passed" if passed == len(checks) else "failed"
+    header = Text.assemble(
+        (f"{SYMBOL[status]} ", status), (f"{label}  ", "todo"), (f"{passed}/{len(checks)}  ", status), (title, "")
+    )
+    failing = [check for check in checks if check.status != "passed"]
+    blocking = {_unwritten_todo(check) for check in failing}
+    if failing and None not in blocking:
+        first = min(blocking)
+        key = "not_implemented" if first == todo else "waiting_for"
+        return [header, _pad(Text(phrase(lang, key, todo=first), style="muted"), (0, 0, 1, 4))]
+    lines: list[RenderableType] = [header]
+    for check in failing:
+        lines.append(_failed_check(check, kata, lang))
+    lines.append(Text())
+    return lines
+
+
+def _unwritten_todo(check: CheckResult) -> int | None:
+    """The TODO number a 'not implemented yet' failure names, else None."""
+    match = NOT_IMPLEMENTED.match(check.message)
+    return int(match.group(1)) if match else None
+
+
+def _pad(renderable: RenderableType, pad: tuple[int, int, int, int]) -> Padding:
+    return Padding(renderable, pad, expand=False)
+
+
+def _failed_check(check: CheckResult, kata: Kata, lang: str) -> RenderableType:
+    parts: list[RenderableType] = [
+        Text.assemble((f"{SYMBOL[check.status]} ", check.status), (check.title, check.status)),
+        _pad(Text(_clip(check.message, MESSAGE_LINES), style="code"), (0, 0, 0, 2)),
+    ]
+    if check.output.strip():
+        parts.append(_pad(Text(phrase(lang, "printed"), style="muted"), (0, 0, 0, 2)))
+        parts.append(_pad(Text(_clip(check.output.rstrip(), OUTPUT_LINES), style="muted"), (0, 0, 0, 4)))
+    if check.misconception:
+        title = localized(kata.misconception(check.misconception).title, lang)
+        parts.append(_pad(Text(f"⚑ {title}", style="misconception"), (0, 0, 0, 2)))
+    return _pad(Group(*parts), (0, 0, 0, 2))
+
+
+def _diagnosis(result: GradeResult, kata: Kata, lang: str) -> list[RenderableType]:
+    item = kata.misconception(result.diagnosis)
+    count = sum(result.diagnosis in check.matches for check in result.checks)
+    return [
+        Text.assemble(
+            (f"⚑ {phrase(lang, 'likely')}: {localized(item.title, lang)}", "misconception"),
+            (f"  ({phrase(lang, 'seen_in', n=count)})", "muted"),
+        ),
+        _pad(Text(localized(item.explanation, lang)), (0, 0, 1, 2)),
+    ]
+
+
+def _next_step(result: GradeResult, kata: Kata, lang: str) -> str:
+    if result.load_error:
+        return phrase(lang, "next_load", slug=kata.slug)
+    failing = sorted({check.todo for check in result.checks if check.status != "passed" and check.todo is not None})
+    if failing:
+        return phrase(lang, "next_fix", todo=failing[0], slug=kata.slug)
+    if result.failed:
+        return phrase(lang, "next_fix", todo=kata.todos[-1].number, slug=kata.slug)
+    return phrase(lang, "next_done", slug=kata.slug)
+
+
+def _clip(text: str, max_lines: int) -> str:
+    lines = text.splitlines()
+    if len(lines) <= max_lines:
+        return text
+    return "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])

@@ -1,0 +1,73 @@
+"""The result of grading one file: plain data, shared by the plugin (which writes it as JSON) and
+the CLI (which reads it, reports it and records progress). No torch here.
+"""
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+STATUSES = ("passed", "failed", "error", "timeout")
+
+
+@dataclass
+class CheckResult:
+    name: str  # the check function's name, without "test_"
+    title: str  # its docstring's first line
+    todo: int | None  # the TODO it grades; None when it needs the whole function
+    status: str  # one of STATUSES
+    message: str = ""
+    misconception: str | None = None
+    output: str = ""  # what the learner's code printed (head and tail), for failed checks
+    matches: list[str] = field(default_factory=list)  # every misconception that fits this failure
+
+
+@dataclass
+class GradeResult:
+    kata: str
+    target: str
+    checks: list[CheckResult]
+    load_error: str | None = None
+
+    @property
+    def passed(self) -> int:
+        return sum(check.status == "passed" for check in self.checks)
+
+    @property
+    def failed(self) -> int:
+        return len(self.checks) - self.passed
+
+    @property
+    def score(self) -> float:
+        return round(self.passed / len(self.checks), 4) if self.checks else 0.0
+
+    @property
+    def diagnosis(self) -> str | None:
+        """The misconception that explains the most failed checks, if any explains one."""
+        counts = Counter(match for check in self.checks for match in check.matches)
+        return counts.most_common(1)[0][0] if counts else None
+
+    def settle_misconceptions(self) -> None:
+        """Give each failed check one misconception: the overall diagnosis when it fits, else its first match."""
+        diagnosis = self.diagnosis
+        for check in self.checks:
+            if check.matches:
+                check.misconception = diagnosis if diagnosis in check.matches else check.matches[0]
+
+    def to_json(self) -> dict:
+        checks = [{key: value for key, value in asdict(check).items() if key != "matches"} for check in self.checks]
+        return {
+            "kata": self.kata,
+            "target": self.target,
+            "passed": self.passed,
+            "failed": self.failed,
+            "score": self.score,
+            "load_error": self.load_error,
+            "diagnosis": self.diagnosis,
+            "checks": checks,
+            "matches": {check.name: check.matches for check in self.checks if check.matches},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "GradeResult":
+        matches = data.get("matches", {})
+        checks = [CheckResult(**item, matches=matches.get(item["name"], [])) for item in data["checks"]]
+        return cls(data["kata"], data["target"], checks, data.get("load_error"))

@@ -1,0 +1,67 @@
+"""The module a grading run checks: a learner's file, the reference, the blank template, or a
+misconception variant, all loaded the same way, from source text.
+
+Target specs: a file path, "reference", "template", or "misconception:<id>".
+"""
+
+import linecache
+import sys
+import types
+from pathlib import Path
+
+from grader.catalogue import Kata
+from grader.isolation import traced
+
+BUILTIN_TARGETS = ("reference", "template")
+
+
+class TargetError(ValueError):
+    """A target spec that names nothing loadable (the grader's own usage error)."""
+
+
+def target_source(kata: Kata, spec: str) -> tuple[str, str]:
+    """(source text, file name for tracebacks) of the target `spec`."""
+    if spec == "reference":
+        return kata.solution(), f"<reference {kata.slug}>"
+    if spec == "template":
+        return kata.template(), f"<template {kata.slug}>"
+    if spec.startswith("misconception:"):
+        misconception_id = spec.split(":", 1)[1]
+        try:
+            return kata.variant(misconception_id), f"<misconception {misconception_id}>"
+        except KeyError:
+            known = ", ".join(m.id for m in kata.misconceptions)
+            raise TargetError(f"{kata.slug} has no misconception {misconception_id!r} (known: {known})") from None
+    path = Path(spec)
+    try:
+        return path.read_text(encoding="utf-8"), str(path.resolve())
+    except FileNotFoundError:
+        raise TargetError(f"no such file: {spec}") from None
+    except UnicodeDecodeError:
+        raise TargetError(f"{spec} is not UTF-8 text") from None
+    except OSError as error:
+        raise TargetError(f"cannot read {spec}: {error.strerror}") from None
+
+
+def load_module(source: str, filename: str, name: str) -> types.ModuleType:
+    """Execute `source` as a fresh module named `name` (tracebacks point into `filename`)."""
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    if filename.startswith("<"):
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    else:
+        sys.path.insert(0, str(Path(filename).parent))
+    sys.modules[name] = module
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module
+
+
+def load_target(kata: Kata, spec: str, trace: bool = False) -> types.ModuleType:
+    """Load the target; with `trace`, the kata's public functions report their calls (see isolation)."""
+    source, filename = target_source(kata, spec)
+    module = load_module(source, filename, f"kata_target_{kata.slug}")
+    if trace:
+        for name in kata.functions:
+            if callable(getattr(module, name, None)):
+                setattr(module, name, traced(name, getattr(module, name)))
+    return module

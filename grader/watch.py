@@ -1,0 +1,58 @@
+"""`kata watch`: re-check a kata file each time it is saved.
+
+File events come from watchfiles (inotify/FSEvents), which falls back to polling where events do
+not come (and on WSL); `--poll` forces polling. The loop takes any iterable of change batches, so
+it can be driven without a file system.
+"""
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.console import Console
+
+from grader import catalogue
+from grader.catalogue import Kata
+from grader.grading import GradingError, grade
+from grader.report import build_report
+from grader.workspace import Workspace
+
+
+def watch_workspace(
+    workspace: Workspace,
+    kata: Kata | None,
+    timeout: float,
+    poll: bool,
+    lang: str,
+    console: Console,
+    changes: Iterable[set[tuple[object, str]]] | None = None,
+) -> int:
+    """Check on start, then after each batch of saves; returns 0 when interrupted."""
+    katas = {k.slug: k for k in ([kata] if kata else catalogue.all_katas())}
+    if changes is None:
+        import watchfiles
+
+        changes = watchfiles.watch(workspace.root, force_polling=True if poll else None, raise_interrupt=False)
+    scope = kata.slug if kata else f"every kata in {workspace.root}"
+    console.print(f"watching {scope}; press Ctrl-C to stop", style="muted")
+    if kata and workspace.kata_file(kata.slug).exists():
+        _check(katas[kata.slug], workspace, timeout, lang, console)
+    for batch in changes:
+        saved = {Path(path).stem for _, path in batch if Path(path).suffix == ".py"}
+        for slug in sorted(saved & katas.keys()):
+            if workspace.kata_file(slug).exists():
+                _check(katas[slug], workspace, timeout, lang, console)
+    return 0
+
+
+def _check(kata: Kata, workspace: Workspace, timeout: float, lang: str, console: Console) -> None:
+    path = workspace.kata_file(kata.slug)
+    if console.is_terminal:
+        console.clear()
+    try:
+        result = grade(kata, str(path), timeout)
+    except GradingError as error:
+        console.print(f"kata: {error}", style="error")
+        return
+    failing = sorted({c.todo for c in result.checks if c.status != "passed" and c.todo is not None})
+    workspace.record_check(kata.slug, result.passed, result.failed, failing)
+    console.print(build_report(result, kata, lang, str(path)))

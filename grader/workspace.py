@@ -1,0 +1,117 @@
+"""The learner's workspace: one file per kata, a progress file, and backups.
+
+Nothing the learner wrote is lost: `start` never overwrites, `reset` keeps a timestamped copy in
+`.backups/`, and the progress file is replaced atomically; a corrupt one is moved aside (and a
+warning given) before a fresh one is built.
+"""
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+DEFAULT_DIR = "kata_workspace"
+PROGRESS_FILE = ".progress.json"
+BACKUP_DIR = ".backups"
+
+
+class WorkspaceRefusal(Exception):
+    """An action that would lose or overwrite the learner's work (exit status 1)."""
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` via a temporary file and a rename: readers see old or new, never half."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(handle.name, path)
+
+
+@dataclass
+class Workspace:
+    root: Path
+    warnings: list[str] = field(default_factory=list)
+
+    def kata_file(self, slug: str) -> Path:
+        return self.root / f"{slug}.py"
+
+    def create(self, slug: str, text: str) -> Path:
+        """Write a new kata file; refuse if one is there already."""
+        path = self.kata_file(slug)
+        if path.exists():
+            raise WorkspaceRefusal(f"{path} already exists; nothing was changed. `kata reset {slug}` starts over (with a backup).")
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            with path.open("x", encoding="utf-8") as handle:
+                handle.write(text)
+        except FileExistsError:
+            raise WorkspaceRefusal(f"{path} already exists; nothing was changed.") from None
+        self.update(slug, started_at=_now())
+        return path
+
+    def reset(self, slug: str, text: str) -> Path | None:
+        """Back up the current file (if any) and write `text` in its place; returns the backup's path."""
+        path = self.kata_file(slug)
+        backup = None
+        if path.exists():
+            backup = self.root / BACKUP_DIR / f"{slug}.{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.py"
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            backup.write_bytes(path.read_bytes())
+        atomic_write(path, text)
+        self.update(slug, started_at=_now(), last_check=None)
+        return backup
+
+    # -- progress ----------------------------------------------------------------------------------
+    @property
+    def progress_path(self) -> Path:
+        return self.root / PROGRESS_FILE
+
+    def progress(self) -> dict:
+        """{slug: {...}}; a missing file is empty, a corrupt one is set aside with a warning."""
+        path = self.progress_path
+        if not path.exists():
+            return {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not isinstance(data.get("katas", {}), dict):
+                raise ValueError("unexpected layout")
+            return data.get("katas", {})
+        except (ValueError, UnicodeDecodeError) as error:
+            aside = path.with_name(f"{PROGRESS_FILE}.corrupt-{int(time.time())}")
+            os.replace(path, aside)
+            self.warnings.append(f"progress file was unreadable ({error}); kept it as {aside.name} and started a new one")
+            return {}
+
+    def update(self, slug: str, **fields) -> dict:
+        """Merge `fields` into the progress record of `slug` and save atomically."""
+        katas = self.progress()
+        record = katas.setdefault(slug, {})
+        record.update(fields)
+        atomic_write(self.progress_path, json.dumps({"version": 1, "katas": katas}, indent=1, ensure_ascii=False))
+        return record
+
+    def status(self, slug: str, progress: dict | None = None) -> str:
+        """'passed', 'in progress' or 'not started'."""
+        record = (self.progress() if progress is None else progress).get(slug, {})
+        if record.get("passed_at"):
+            return "passed"
+        if self.kata_file(slug).exists() or record:
+            return "in progress"
+        return "not started"
+
+    def record_check(self, slug: str, passed: int, failed: int, failing_todos: list[int]) -> dict:
+        fields = {"last_check": {"at": _now(), "passed": passed, "failed": failed, "failing_todos": failing_todos}}
+        record = self.progress().get(slug, {})
+        if failed == 0 and passed and not record.get("passed_at"):
+            fields["passed_at"] = _now()
+        return self.update(slug, **fields)
+
+
+def _now() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")

@@ -1,0 +1,119 @@
+"""Checks for compute_group_advantages (TODO 1).
+
+Fixtures are chosen so that each plausible wrong convention gives a different number: groups of
+2 to 5 (sample vs population std differ by sqrt(n / (n - 1))), a spread below eps in float64
+(floor vs addend), singletons, all-equal groups, ids out of order and not contiguous.
+"""
+
+import pytest
+import torch
+
+FN = "compute_group_advantages"
+
+
+def random_groups(seed: int, sizes=(3, 1, 5, 2, 4), dtype=torch.float32):
+    """Rewards for groups of the given sizes, candidates shuffled, ids not contiguous."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.cat([torch.full((size,), 7 * g - 3) for g, size in enumerate(sizes)])
+    rewards = torch.randn(len(ids), generator=generator, dtype=torch.float64).to(dtype) * 2 + 0.5
+    order = torch.randperm(len(ids), generator=generator)
+    return rewards[order], ids[order]
+
+
+@pytest.mark.todo(1)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_matches_reference_on_random_groups(expect, seed):
+    """Matches the reference on seeded random groups in shuffled order"""
+    expect.matches_reference(FN, *random_groups(seed))
+
+
+@pytest.mark.todo(1)
+def test_each_group_has_zero_mean(expect):
+    """Every group's advantages have mean zero"""
+    rewards, ids = random_groups(3)
+    advantages = expect.call(FN, rewards, ids)
+    for group in ids.unique().tolist():
+        mean = advantages[ids == group].double().mean().item()
+        if abs(mean) > 1e-5:
+            raise AssertionError(f"{FN}(...): group {group} has mean advantage {mean:.4g}, expected 0")
+
+
+@pytest.mark.todo(1)
+def test_singleton_group_gets_zero_advantage(expect):
+    """A group of one candidate gets exactly 0 (nothing to compare with), not NaN"""
+    rewards = torch.tensor([1.0, 2.0, 0.5, 1.5, 3.0])
+    group_ids = torch.tensor([0, 0, 1, 1, 2])
+    expect.matches_reference(FN, rewards, group_ids)
+
+
+@pytest.mark.todo(1)
+def test_equal_rewards_give_zero_not_nan(expect):
+    """A group whose rewards are all equal gets 0 everywhere: eps guards the division"""
+    rewards = torch.tensor([0.7, 0.7, 0.7, 1.0, 0.0])
+    group_ids = torch.tensor([4, 4, 4, 9, 9])
+    expect.matches_reference(FN, rewards, group_ids)
+
+
+@pytest.mark.todo(1)
+def test_eps_is_a_floor_not_an_addend(expect):
+    """eps floors the std (max(std, eps)); it is not added to it"""
+    rewards = torch.tensor([0.0, 0.5, 0.0, 3e-7], dtype=torch.float64)
+    group_ids = torch.tensor([0, 0, 1, 1])
+    expect.matches_reference(FN, rewards, group_ids, eps=0.3)
+    expect.matches_reference(FN, rewards, group_ids)
+
+
+@pytest.mark.todo(1)
+def test_population_std_convention(expect):
+    """The scale is the population std (divide by n, not n - 1)"""
+    rewards = torch.tensor([0.0, 1.0, 2.0, 3.0, 10.0, 20.0])
+    group_ids = torch.tensor([1, 1, 1, 1, 2, 2])
+    expect.matches_reference(FN, rewards, group_ids)
+
+
+@pytest.mark.todo(1)
+def test_groups_are_compared_only_within_themselves(expect):
+    """Scaling or shifting one group's rewards leaves every advantage unchanged"""
+    rewards, ids = random_groups(4, sizes=(4, 3, 5))
+    before = expect.call(FN, rewards, ids)
+    changed = torch.where(ids == ids[0], rewards * 100 + 7, rewards)
+    after = expect.call(FN, changed, ids)
+    expect.same(after, before, f"{FN}(...) after the rewards of group {ids[0].item()} were scaled by 100 and shifted by 7")
+
+
+@pytest.mark.todo(1)
+def test_order_and_id_values_do_not_matter(expect):
+    """Permuting candidates permutes advantages; ids are labels, not positions"""
+    rewards, ids = random_groups(5)
+    advantages = expect.call(FN, rewards, ids)
+    order = torch.randperm(len(ids), generator=torch.Generator().manual_seed(11))
+    relabelled = ids * 1000 + 12345
+    permuted = expect.call(FN, rewards[order], relabelled[order])
+    expect.same(permuted, advantages[order], f"{FN}(...) with candidates permuted and ids relabelled")
+
+
+@pytest.mark.todo(1)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["float64", "bfloat16"])
+def test_dtype_follows_rewards(expect, dtype):
+    """The advantages have the rewards' dtype"""
+    expect.matches_reference(FN, *random_groups(6, dtype=dtype))
+
+
+def test_rejects_inputs_outside_the_contract(expect):
+    """Accepts valid input; rejects bad shapes, empty input, non-finite rewards and bad eps with ValueError"""
+    rewards, ids = random_groups(7)
+    expect.matches_reference(FN, rewards, ids)
+    nan, inf = float("nan"), float("inf")
+    bad = [
+        ("rewards is 2-D", (rewards.reshape(1, -1), ids.reshape(1, -1)), {}),
+        ("shapes differ", (rewards, ids[:-1]), {}),
+        ("empty input", (rewards[:0], ids[:0]), {}),
+        ("a NaN reward", (torch.tensor([nan, 1.0]), torch.tensor([0, 0])), {}),
+        ("an infinite reward", (torch.tensor([1.0, inf]), torch.tensor([0, 0])), {}),
+        ("eps = 0", (rewards, ids), {"eps": 0.0}),
+        ("eps < 0", (rewards, ids), {"eps": -1e-6}),
+        ("eps is NaN", (rewards, ids), {"eps": nan}),
+        ("eps is infinite", (rewards, ids), {"eps": inf}),
+    ]
+    for why, args, kwargs in bad:
+        expect.raises_value_error(why, FN, *args, **kwargs)
