@@ -57,19 +57,29 @@ def main() -> None:
         bare = [sys.executable, "-c", "pass"]
         torch_floor = [sys.executable, "-c", "import torch"]
         rows = [
-            compare("kata check grpo_loss (correct file)", KATA + ["check", "grpo_loss"], torch_floor, env, args.repeat),
+            compare(
+                "kata check grpo_loss (correct file)", KATA + ["check", "grpo_loss"], torch_floor, env, args.repeat
+            ),
             compare("kata list (piped)", KATA + ["list"], bare, env, args.repeat),
         ]
         if shutil.which("script"):
             rows.append(compare("kata list (terminal)", KATA + ["list"], bare, env, args.repeat, tty=True))
         rows += [
-            compare("kata start group_advantages", KATA + ["start", "group_advantages", "--workspace", str(Path(scratch) / "w2")], bare, env, args.repeat),
+            compare(
+                "kata start group_advantages",
+                KATA + ["start", "group_advantages", "--workspace", str(Path(scratch) / "w2")],
+                bare,
+                env,
+                args.repeat,
+            ),
             compare("kata hint grpo_loss", KATA + ["hint", "grpo_loss"], bare, env, args.repeat),
             compare("kata show grpo_loss (piped)", KATA + ["show", "grpo_loss"], bare, env, args.repeat),
         ]
     import torch
 
-    print(f"python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} CPUs, median of {args.repeat}\n")
+    print(
+        f"python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} CPUs, median of {args.repeat}\n"
+    )
     print("| command | floor | command (s) | floor (s) | ratio |")
     print("|---|---|---|---|---|")
     for name, floor, ours, base in rows:

@@ -76,7 +76,9 @@ class Kata:
         """The known misconceptions: the included katas' first, then this kata's own."""
         path = self.folder / "misconceptions.toml"
         entries = _read_toml(path).get("misconception", []) if path.exists() else []
-        own = [Misconception(m["id"], m["todo"], m["title"], m["explanation"], m["find"], m["replace"]) for m in entries]
+        own = [
+            Misconception(m["id"], m["todo"], m["title"], m["explanation"], m["find"], m["replace"]) for m in entries
+        ]
         return tuple(m for kata in self.includes for m in kata.misconceptions) + tuple(own)
 
     @property
@@ -109,9 +111,7 @@ class Kata:
         return render.solution_source(self.slug)
 
     def template(self, lang: str = "en") -> str:
-        steps = {
-            todo.number: (localized(todo.title, lang), localized(todo.guidance, lang)) for todo in self.todos
-        }
+        steps = {todo.number: (localized(todo.title, lang), localized(todo.guidance, lang)) for todo in self.todos}
         header = [
             f"Post-Training Katas · {self.slug} · {localized(self.title, lang)}",
             f"Fill in every TODO, then run:  kata check {self.slug}",

@@ -72,7 +72,10 @@ def workspace_option(command):
 
 def lang_option(command):
     return click.option(
-        "--lang", type=click.Choice(["en", "zh"]), envvar="KATA_LANG", help="Language: en or zh (default: KATA_LANG, then the locale)."
+        "--lang",
+        type=click.Choice(["en", "zh"]),
+        envvar="KATA_LANG",
+        help="Language: en or zh (default: KATA_LANG, then the locale).",
     )(command)
 
 
@@ -147,11 +150,24 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
 @cli.command()
 @click.argument("kata", type=SLUG)
 @workspace_option
-@click.option("--file", "file_path", type=click.Path(dir_okay=False, path_type=Path), help="Grade this file instead of the workspace's.")
+@click.option(
+    "--file",
+    "file_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Grade this file instead of the workspace's.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Time limit of each check, in seconds.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Time limit of each check, in seconds.",
+)
 @lang_option
-def check(kata: Kata, workspace_dir: Path, file_path: Path | None, as_json: bool, timeout: float, lang: str | None) -> int:
+def check(
+    kata: Kata, workspace_dir: Path, file_path: Path | None, as_json: bool, timeout: float, lang: str | None
+) -> int:
     """Grade your file for KATA: each check runs in its own process, with a time limit."""
     from grader.grading import GradingError, grade
     from grader.report import build_report
@@ -232,7 +248,9 @@ def reset(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
     backup = workspace.reset(kata.slug, kata.template(pick_language(lang)))
     _flush_warnings(workspace)
     if backup:
-        console.print(f"[passed]✓[/] {workspace.kata_file(kata.slug)} is blank again; your previous file is in [code]{backup}[/]")
+        console.print(
+            f"[passed]✓[/] {workspace.kata_file(kata.slug)} is blank again; your previous file is in [code]{backup}[/]"
+        )
     else:
         console.print(f"[passed]✓[/] wrote a blank [code]{workspace.kata_file(kata.slug)}[/]")
     return 0
@@ -256,7 +274,13 @@ def show(kata: Kata, lang: str | None) -> int:
 @cli.command()
 @click.argument("kata", type=SLUG, required=False)
 @workspace_option
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Time limit of each check, in seconds.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Time limit of each check, in seconds.",
+)
 @click.option("--poll", is_flag=True, help="Poll for changes (for file systems that send no events).")
 @lang_option
 def watch(kata: Kata | None, workspace_dir: Path, timeout: float, poll: bool, lang: str | None) -> int:
@@ -279,7 +303,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except click.UsageError as error:
         command = error.ctx.command_path if error.ctx else "kata"
-        errors.print(f"{command}: error: {error.format_message()}  (see `{command} --help`)", style="error", markup=False)
+        errors.print(
+            f"{command}: error: {error.format_message()}  (see `{command} --help`)", style="error", markup=False
+        )
         return 2
     except click.exceptions.Exit as exit_:
         return exit_.exit_code

@@ -89,7 +89,9 @@ class Expect:
         kw_copies = {key: fresh(value) for key, value in kwargs.items()}
         result = self.function(name)(*copies, **kw_copies)
         originals = list(args) + list(kwargs.values())
-        for label, original, copy in zip(self._labels(name, args, kwargs), originals, copies + list(kw_copies.values())):
+        for label, original, copy in zip(
+            self._labels(name, args, kwargs), originals, copies + list(kw_copies.values())
+        ):
             if isinstance(original, torch.Tensor) and not _same_values(original.detach(), copy.detach()):
                 raise CheckFailed(
                     f"{name} changed its input `{label}` in place.\n"
@@ -153,9 +155,7 @@ class Expect:
         """`got` has the structure, shapes, dtypes and (within tolerance) values of `expected`."""
         if isinstance(expected, tuple | list):
             if not isinstance(got, tuple | list) or len(got) != len(expected):
-                raise CheckFailed(
-                    f"{what}\n  returned {_kind(got)}; expected a tuple of {len(expected)} values"
-                )
+                raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a tuple of {len(expected)} values")
             for index, (have, want) in enumerate(zip(got, expected)):
                 self.same(have, want, f"{what}  [returned value {index}]")
             return
@@ -167,11 +167,11 @@ class Expect:
 
     def _same_tensor(self, got, expected: torch.Tensor, what: str) -> None:
         if not isinstance(got, torch.Tensor):
-            raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a torch.Tensor of shape {tuple(expected.shape)}")
-        if got.shape != expected.shape:
             raise CheckFailed(
-                f"{what}\n  shape: expected {tuple(expected.shape)}, got {tuple(got.shape)}"
+                f"{what}\n  returned {_kind(got)}; expected a torch.Tensor of shape {tuple(expected.shape)}"
             )
+        if got.shape != expected.shape:
+            raise CheckFailed(f"{what}\n  shape: expected {tuple(expected.shape)}, got {tuple(got.shape)}")
         if got.dtype != expected.dtype:
             raise CheckFailed(f"{what}\n  dtype: expected {expected.dtype}, got {got.dtype}")
         got_values, want_values = got.detach().double(), expected.detach().double()
@@ -185,8 +185,10 @@ class Expect:
         worst = torch.where(too_far, error, torch.zeros_like(error))
         index = _where(worst)
         at = worst[index] if worst.ndim else worst
-        detail = "NaN where a number was expected (or the reverse)" if bool(nan_mismatch.any()) else (
-            f"largest difference {at.item():.4g}"
+        detail = (
+            "NaN where a number was expected (or the reverse)"
+            if bool(nan_mismatch.any())
+            else (f"largest difference {at.item():.4g}")
         )
         raise CheckFailed(
             f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}\n"
@@ -210,7 +212,9 @@ class Expect:
         positional = [leaves[label] for label in labels[: len(args)]]
         output = pick(fn(*positional, **{key: leaves[key] for key in kwargs}))
         if not isinstance(output, torch.Tensor) or output.ndim != 0:
-            raise CheckFailed(f"{self.describe(name, args, kwargs)}\n  returned {_kind(output)} where a scalar loss tensor was expected")
+            raise CheckFailed(
+                f"{self.describe(name, args, kwargs)}\n  returned {_kind(output)} where a scalar loss tensor was expected"
+            )
         if output.requires_grad:
             output.backward()
         return output.item(), {label: leaves[label].grad for label in wrt}

@@ -26,10 +26,27 @@ def grade(kata: Kata, target: str, timeout: float = DEFAULT_TIMEOUT) -> GradeRes
     with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
         report = Path(scratch) / "result.json"
         command = [
-            sys.executable, "-m", "pytest", str(kata.checks_path),
-            "-p", "grader.plugin", "-p", "no:cacheprovider", "-q", "--no-header", "-rN",
-            "--rootdir", str(PROJECT_ROOT), "-c", str(PROJECT_ROOT / "grader" / "pytest-kata.ini"),
-            "--kata", kata.slug, "--kata-timeout", str(timeout), "--kata-report", str(report),
+            sys.executable,
+            "-m",
+            "pytest",
+            str(kata.checks_path),
+            "-p",
+            "grader.plugin",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--no-header",
+            "-rN",
+            "--rootdir",
+            str(PROJECT_ROOT),
+            "-c",
+            str(PROJECT_ROOT / "grader" / "pytest-kata.ini"),
+            "--kata",
+            kata.slug,
+            "--kata-timeout",
+            str(timeout),
+            "--kata-report",
+            str(report),
         ]
         command += ["--kata-target", target] if _is_builtin(target) else ["--kata-file", str(Path(target).resolve())]
         env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")

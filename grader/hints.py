@@ -24,7 +24,10 @@ def next_hint(kata: Kata, workspace: Workspace, todo_number: int | None, lang: s
     shown_before = record.get("hints", {}).get(str(number), 0)
     shown = min(shown_before + 1, len(hints))
     workspace.update(kata.slug, hints=record.get("hints", {}) | {str(number): shown})
-    parts: list[RenderableType] = [Text.assemble((f"TODO {number}  ", "todo"), (localized(todo.title, lang), "title")), Text()]
+    parts: list[RenderableType] = [
+        Text.assemble((f"TODO {number}  ", "todo"), (localized(todo.title, lang), "title")),
+        Text(),
+    ]
     for index, text in enumerate(hints[:shown], start=1):
         style = "hint" if index == shown else "muted"
         parts.append(Text(f"{phrase(lang, 'hint_of', i=index, n=len(hints))}:", style=style))

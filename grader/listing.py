@@ -58,7 +58,9 @@ def plain_listing(listing: dict) -> str:
     """The listing as plain text, for pipes and files (no rich needed)."""
     rows = [list(COLUMNS)] + [_cells(row) for row in listing["katas"]]
     widths = [max(_width(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell + " " * (width - _width(cell)) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines = [
+        "  ".join(cell + " " * (width - _width(cell)) for cell, width in zip(row, widths)).rstrip() for row in rows
+    ]
     return "\n".join(lines + ["", _footer(listing)])
 
 

@@ -26,7 +26,9 @@ def atomic_write(path: Path, text: str) -> None:
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8"
+    ) as handle:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
@@ -45,7 +47,9 @@ class Workspace:
         """Write a new kata file; refuse if one is there already."""
         path = self.kata_file(slug)
         if path.exists():
-            raise WorkspaceRefusal(f"{path} already exists; nothing was changed. `kata reset {slug}` starts over (with a backup).")
+            raise WorkspaceRefusal(
+                f"{path} already exists; nothing was changed. `kata reset {slug}` starts over (with a backup)."
+            )
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             with path.open("x", encoding="utf-8") as handle:
@@ -85,7 +89,9 @@ class Workspace:
         except (ValueError, UnicodeDecodeError) as error:
             aside = path.with_name(f"{PROGRESS_FILE}.corrupt-{int(time.time())}")
             os.replace(path, aside)
-            self.warnings.append(f"progress file was unreadable ({error}); kept it as {aside.name} and started a new one")
+            self.warnings.append(
+                f"progress file was unreadable ({error}); kept it as {aside.name} and started a new one"
+            )
             return {}
 
     def update(self, slug: str, **fields) -> dict:

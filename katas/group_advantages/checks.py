@@ -78,7 +78,9 @@ def test_groups_are_compared_only_within_themselves(expect):
     before = expect.call(FN, rewards, ids)
     changed = torch.where(ids == ids[0], rewards * 100 + 7, rewards)
     after = expect.call(FN, changed, ids)
-    expect.same(after, before, f"{FN}(...) after the rewards of group {ids[0].item()} were scaled by 100 and shifted by 7")
+    expect.same(
+        after, before, f"{FN}(...) after the rewards of group {ids[0].item()} were scaled by 100 and shifted by 7"
+    )
 
 
 @pytest.mark.todo(1)

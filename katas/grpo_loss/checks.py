@@ -149,7 +149,9 @@ def test_kl_penalty_never_lowers_the_loss(expect):
         raise AssertionError(f"loss with beta=0.5 is {penalised:.6g}, lower than {without:.6g} without the KL term")
     same = expect.call(FN, new, old, rewards, group_ids, mask, log_probs_ref=new.clone(), beta=0.5)[0].item()
     if abs(same - without) > 1e-6:
-        raise AssertionError(f"with log_probs_ref == log_probs_new the KL term must be 0, but the loss moved by {same - without:.4g}")
+        raise AssertionError(
+            f"with log_probs_ref == log_probs_new the KL term must be 0, but the loss moved by {same - without:.4g}"
+        )
 
 
 @pytest.mark.todo(3)
