@@ -110,6 +110,13 @@ class Expect:
         self.same(got, expected, self.describe(name, args, kwargs))
         return got
 
+    def shaped_like_reference(self, name: str, *args, **kwargs):
+        """The learner's output has the reference's structure, shapes and dtypes (values not compared)."""
+        expected = self.reference_call(name, *args, **kwargs)
+        got = self.call(name, *args, **kwargs)
+        self.same(got, expected, self.describe(name, args, kwargs), values=False)
+        return got
+
     def gradients_match_reference(self, name: str, *args, wrt: tuple[str, ...], pick=None, **kwargs):
         """Backpropagate the (picked) scalar output; each input in `wrt` gets the reference's gradient.
 
@@ -151,21 +158,21 @@ class Expect:
             ) from None
         raise CheckFailed(f"{call}\n  should raise ValueError ({why}), but returned {fmt(result)}")
 
-    def same(self, got, expected, what: str) -> None:
-        """`got` has the structure, shapes, dtypes and (within tolerance) values of `expected`."""
+    def same(self, got, expected, what: str, values: bool = True) -> None:
+        """`got` has the structure, shapes, dtypes and (within tolerance, unless not `values`) values of `expected`."""
         if isinstance(expected, tuple | list):
             if not isinstance(got, tuple | list) or len(got) != len(expected):
                 raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a tuple of {len(expected)} values")
             for index, (have, want) in enumerate(zip(got, expected)):
-                self.same(have, want, f"{what}  [returned value {index}]")
+                self.same(have, want, f"{what}  [returned value {index}]", values)
             return
         if isinstance(expected, torch.Tensor):
-            self._same_tensor(got, expected, what)
+            self._same_tensor(got, expected, what, values)
             return
-        if got != expected:
+        if values and got != expected:
             raise CheckFailed(f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}")
 
-    def _same_tensor(self, got, expected: torch.Tensor, what: str) -> None:
+    def _same_tensor(self, got, expected: torch.Tensor, what: str, values: bool = True) -> None:
         if not isinstance(got, torch.Tensor):
             raise CheckFailed(
                 f"{what}\n  returned {_kind(got)}; expected a torch.Tensor of shape {tuple(expected.shape)}"
@@ -174,6 +181,8 @@ class Expect:
             raise CheckFailed(f"{what}\n  shape: expected {tuple(expected.shape)}, got {tuple(got.shape)}")
         if got.dtype != expected.dtype:
             raise CheckFailed(f"{what}\n  dtype: expected {expected.dtype}, got {got.dtype}")
+        if not values:
+            return
         got_values, want_values = got.detach().double(), expected.detach().double()
         rtol, atol = TOLERANCE.get(expected.dtype, (1e-5, 1e-6))
         nan_mismatch = got_values.isnan() != want_values.isnan()
@@ -210,10 +219,14 @@ class Expect:
         for label in wrt:
             leaves[label].requires_grad_(True)
         positional = [leaves[label] for label in labels[: len(args)]]
-        output = pick(fn(*positional, **{key: leaves[key] for key in kwargs}))
+        result = fn(*positional, **{key: leaves[key] for key in kwargs})
+        try:
+            output = pick(result)
+        except (TypeError, IndexError, KeyError):
+            output = result
         if not isinstance(output, torch.Tensor) or output.ndim != 0:
             raise CheckFailed(
-                f"{self.describe(name, args, kwargs)}\n  returned {_kind(output)} where a scalar loss tensor was expected"
+                f"{self.describe(name, args, kwargs)}\n  returned {_kind(result)} where a scalar loss tensor was expected"
             )
         if output.requires_grad:
             output.backward()

@@ -11,6 +11,7 @@ running when the child hung or died (a shared page written before and after each
 that a function already known to hang is not waited for again.
 """
 
+import faulthandler
 import functools
 import mmap
 import os
@@ -85,6 +86,10 @@ def _child(fn, out_w: int, res_w: int) -> None:
         os.dup2(devnull, 0)
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115  (whatever the parent had bound, e.g. a capture)
+        sys.stdout = open(1, "w", closefd=False, encoding="utf-8", errors="replace", buffering=1)  # noqa: SIM115
+        sys.stderr = open(2, "w", closefd=False, encoding="utf-8", errors="replace", buffering=1)  # noqa: SIM115
+        faulthandler.enable(sys.stderr)  # a crash shows the learner's line in the captured output
         value = fn()
         sys.stdout.flush()
         sys.stderr.flush()

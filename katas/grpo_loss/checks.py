@@ -143,7 +143,7 @@ def test_kl_penalty_never_lowers_the_loss(expect):
     """Adding the non-negative k3 term never lowers the loss, and adds nothing when ref == new"""
     new, old, ref, rewards, group_ids, mask = random_batch(4)
     ref = new + 0.5  # the reference likes every sampled token more than the policy does
-    without = expect.call(FN, new, old, rewards, group_ids, mask)[0].item()
+    without = expect.shaped_like_reference(FN, new, old, rewards, group_ids, mask)[0].item()
     penalised = expect.call(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.5)[0].item()
     if penalised < without - 1e-6:
         raise AssertionError(f"loss with beta=0.5 is {penalised:.6g}, lower than {without:.6g} without the KL term")
@@ -177,7 +177,7 @@ def test_candidates_weigh_equally_whatever_their_length(expect):
 def test_masked_positions_change_nothing(expect):
     """Changing log-probs where the mask is False changes neither the loss nor any gradient"""
     new, old, ref, rewards, group_ids, mask = random_batch(6)
-    before = expect.call(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.1)[0]
+    before = expect.matches_reference(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.1)[0]
     noise = torch.where(mask, torch.zeros_like(new), torch.full_like(new, -3.0))
     after = expect.call(FN, new + noise, old - noise, rewards, group_ids, mask, log_probs_ref=ref + noise, beta=0.1)[0]
     expect.same(after, before, f"{FN}(...) after changing only the masked-out positions")

@@ -1,0 +1,122 @@
+"""Content rules, as tests: every kata's parts are complete and agree with each other, every
+reference passes every check, every blank template fails every check as "not implemented yet",
+and every known misconception is caught by a check and named.
+"""
+
+import ast
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from grader import render
+from grader.catalogue import DIFFICULTIES, KATAS_DIR, all_katas
+from grader.grading import grade
+
+KATAS = all_katas()
+SLUGS = [kata.slug for kata in KATAS]
+KATA_FILES = {"__init__.py", "kata.toml", "lesson.en.md", "lesson.zh.md", "checks.py", "misconceptions.toml"}
+CJK = re.compile(r"[\u4e00-\u9fff]")
+MISCONCEPTION_TARGETS = [(kata.slug, f"misconception:{item.id}") for kata in KATAS for item in kata.misconceptions]
+
+
+@pytest.fixture(scope="module")
+def graded():
+    """Every (kata, target) graded once, two at a time: {(slug, target): GradeResult}."""
+    jobs = [(kata.slug, target) for kata in KATAS for target in ("reference", "template")] + MISCONCEPTION_TARGETS
+    by_slug = {kata.slug: kata for kata in KATAS}
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        results = pool.map(lambda job: grade(by_slug[job[0]], job[1], timeout=30), jobs)
+        return dict(zip(jobs, results))
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_reference_passes_every_check(graded, slug):
+    result = graded[(slug, "reference")]
+    failures = [(check.name, check.message) for check in result.checks if check.status != "passed"]
+    assert result.checks and not failures, failures
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_template_fails_every_check_as_not_implemented_yet(graded, slug):
+    result = graded[(slug, "template")]
+    assert result.checks and result.passed == 0
+    for check in result.checks:
+        assert check.status == "failed", (check.name, check.status, check.message)
+        assert check.message.startswith("not implemented yet: TODO "), (check.name, check.message)
+
+
+@pytest.mark.parametrize(("slug", "target"), MISCONCEPTION_TARGETS, ids=[t.split(":")[1] + "@" + s for s, t in MISCONCEPTION_TARGETS])
+def test_every_misconception_is_caught_and_named(graded, slug, target):
+    result = graded[(slug, target)]
+    misconception_id = target.split(":", 1)[1]
+    assert result.failed > 0, f"no check catches {misconception_id}"
+    assert result.diagnosis == misconception_id
+    assert any(check.misconception == misconception_id for check in result.checks)
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_metadata_is_complete_in_both_languages(kata):
+    assert kata.difficulty in DIFFICULTIES
+    assert all(kata.title.get(lang) for lang in ("en", "zh")) and CJK.search(kata.title["zh"])
+    assert set(kata.prerequisites) <= set(SLUGS) and kata.slug not in kata.prerequisites
+    for todo in kata.todos:
+        assert todo.title["en"] and CJK.search(todo.title["zh"]), todo.number
+        assert len(todo.hints["en"]) >= 2 and len(todo.hints["en"]) == len(todo.hints["zh"]), todo.number
+        assert todo.guidance["en"] and len(todo.guidance["en"]) == len(todo.guidance["zh"]), todo.number
+    for lang in ("en", "zh"):
+        assert len(kata.lesson(lang).splitlines()) > 40
+    assert CJK.search(kata.lesson("zh")) and not CJK.search(kata.lesson("en"))
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_todo_markers_match_metadata_and_checks(kata):
+    solution = kata.solution()
+    regions = render.find_regions(solution)
+    assert [region.number for region in regions] == [todo.number for todo in kata.todos]
+    checks = kata.checks_path.read_text(encoding="utf-8")
+    own_numbers = {todo.number for todo in kata.own_todos}
+    graded_numbers = {int(n) for n in re.findall(r"@pytest\.mark\.todo\((\d+)\)", checks)}
+    assert own_numbers <= graded_numbers, "every TODO needs at least one check"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_public_functions_exist_in_reference_and_template(kata):
+    for lang in ("en", "zh"):
+        for source in (kata.solution(), kata.template(lang)):
+            defined = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+            assert set(kata.functions) <= defined
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_template_raises_once_per_todo_and_keeps_no_reference_step(kata):
+    template = kata.template("en")
+    assert template.count("raise NotImplementedError(") == len(kata.todos)
+    solution_lines = render.solution_source(kata.slug).splitlines()
+    for region in render.find_regions(kata.solution()):
+        for line in solution_lines[region.start + 1 : region.end]:
+            if line.strip() and not line.strip().startswith("#"):
+                assert line not in template.splitlines(), f"TODO {region.number} leaks into the template: {line!r}"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_at_least_five_misconceptions_each_a_single_edit(kata):
+    own = [item for item in kata.misconceptions if item.todo in {todo.number for todo in kata.own_todos}]
+    assert len(own) >= 5
+    ids = [item.id for item in kata.misconceptions]
+    assert len(ids) == len(set(ids))
+    for item in kata.misconceptions:
+        variant = kata.variant(item.id)
+        assert variant != kata.solution()
+        assert item.title["en"] and CJK.search(item.title["zh"]) and CJK.search(item.explanation["zh"])
+        compile(variant, item.id, "exec")
+
+
+def test_no_stray_files():
+    for folder in sorted(KATAS_DIR.iterdir()):
+        if folder.is_dir() and folder.name != "__pycache__":
+            assert folder.name in SLUGS, f"katas/{folder.name} is not a kata"
+            assert {p.name for p in folder.iterdir() if p.name != "__pycache__"} == KATA_FILES, folder.name
+    references = {path.stem for path in render.REFERENCE_DIR.glob("*.py")} - {"__init__"}
+    assert references == set(SLUGS)

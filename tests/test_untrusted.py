@@ -1,0 +1,154 @@
+"""Learner code is untrusted: whatever a file does, grading finishes, reports it as a failed
+check with a one-line reason, and never shows a traceback of the grader's own.
+"""
+
+import os
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from grader.catalogue import get_kata
+from grader.grading import grade
+
+KATA = get_kata("group_advantages")
+TIMEOUT = 2.0
+REFERENCE = KATA.solution()
+
+
+def body(code: str) -> str:
+    """A file whose compute_group_advantages runs `code` and then the reference computation."""
+    return REFERENCE.replace(
+        "    if rewards.ndim != 1 or rewards.numel() == 0",
+        textwrap.indent(textwrap.dedent(code).strip(), "    ") + "\n    if rewards.ndim != 1 or rewards.numel() == 0",
+        1,
+    )
+
+
+FILES = {
+    "hang_at_import": "while True:\n    pass\n",
+    "exit_at_import": "import os\nos._exit(0)\n",
+    "sys_exit_at_import": "import sys\nsys.exit(3)\n",
+    "syntax_error": "def compute_group_advantages(rewards, group_ids, eps=1e-6)\n    return rewards\n",
+    "import_error": "import this_module_does_not_exist\n",
+    "missing_function": "def group_advantages(rewards, group_ids, eps=1e-6):\n    return rewards\n",
+    "hang_in_call": body("while True:\n    pass"),
+    "segfault_in_call": body("import ctypes\nctypes.string_at(0)"),
+    "sys_exit_in_call": body("import sys\nsys.exit(0)"),
+    "os_exit_in_call": body("import os\nos._exit(0)"),
+    "wrong_return_type": body("return [0.0] * len(rewards)"),
+    "mutates_input": body("rewards -= rewards.mean()"),
+    "type_error": body("rewards = rewards + 'oops'"),
+    "prints_megabytes_and_passes": body("print('x' * 1_000_000)"),
+    "prints_megabytes_and_fails": body("print('y' * 5_000_000)\nreturn rewards * 0"),
+    "leaves_a_sleeping_grandchild": body(
+        "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """{case: (GradeResult, seconds)} for every file above, graded two at a time."""
+    folder = tmp_path_factory.mktemp("untrusted")
+
+    def run(case):
+        path = folder / f"{case}.py"
+        path.write_text(FILES[case], encoding="utf-8")
+        start = time.perf_counter()
+        result = grade(KATA, str(path), timeout=TIMEOUT)
+        return case, (result, time.perf_counter() - start)
+
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        return dict(pool.map(run, FILES))
+
+
+def statuses(result):
+    return {check.status for check in result.checks}
+
+
+def no_grader_traceback(result):
+    text = (result.load_error or "") + "".join(check.message for check in result.checks)
+    return "grader/" not in text and "_pytest" not in text
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [
+        ("hang_at_import", "did not finish within 2 s"),
+        ("exit_at_import", "exited with status 0"),
+        ("sys_exit_at_import", "sys.exit(3)"),
+        ("syntax_error", "SyntaxError on line 1"),
+        ("import_error", "ModuleNotFoundError"),
+    ],
+)
+def test_a_file_that_cannot_load_fails_every_check_once(results, case, words):
+    result, seconds = results[case]
+    assert result.load_error and words in result.load_error
+    assert result.passed == 0 and statuses(result) == {"error"}
+    assert seconds < 30
+    assert no_grader_traceback(result)
+
+
+def test_a_missing_function_is_named(results):
+    result, _ = results["missing_function"]
+    assert result.passed == 0
+    assert all("no function `compute_group_advantages`" in check.message for check in result.checks)
+
+
+def test_an_endless_loop_times_out_once_and_is_not_waited_for_again(results):
+    result, seconds = results["hang_in_call"]
+    assert result.passed == 0 and statuses(result) == {"timeout"}
+    first, *rest = result.checks
+    assert "did not finish within 2 s inside `compute_group_advantages`" in first.message
+    assert all("not run again" in check.message for check in rest)
+    assert seconds < TIMEOUT * 3 + 15
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [
+        ("segfault_in_call", "crashed (SIGSEGV) inside `compute_group_advantages`"),
+        ("sys_exit_in_call", "sys.exit(0)"),
+        ("os_exit_in_call", "exited with status 0 inside `compute_group_advantages`"),
+        ("type_error", "TypeError"),
+    ],
+)
+def test_a_crash_or_exit_in_a_call_is_an_error_not_a_pass(results, case, words):
+    result, _ = results[case]
+    assert result.passed == 0
+    assert statuses(result) == {"error"}
+    assert all(words in check.message for check in result.checks), result.checks[0].message
+    assert no_grader_traceback(result)
+
+
+def test_a_learner_error_points_at_the_learners_line(results):
+    result, _ = results["type_error"]
+    assert "in compute_group_advantages: `rewards = rewards + 'oops'`" in result.checks[0].message
+
+
+def test_a_wrong_return_type_is_explained(results):
+    result, _ = results["wrong_return_type"]
+    assert result.passed == 0
+    assert "returned a list" in result.checks[0].message
+
+
+def test_mutating_an_input_is_reported(results):
+    result, _ = results["mutates_input"]
+    assert any("changed its input `rewards` in place" in check.message for check in result.checks)
+
+
+def test_megabytes_of_output_are_cut_and_do_not_change_the_grade(results):
+    passing, _ = results["prints_megabytes_and_passes"]
+    assert passing.failed == 0
+    failing, _ = results["prints_megabytes_and_fails"]
+    assert failing.passed < len(failing.checks)
+    printed = [check.output for check in failing.checks if check.output]
+    assert printed and all(len(text) < 10_000 and "bytes of output cut" in text for text in printed)
+
+
+def test_a_grandchild_left_behind_does_not_hold_up_grading(results):
+    result, seconds = results["leaves_a_sleeping_grandchild"]
+    assert result.failed == 0
+    assert seconds < 30
