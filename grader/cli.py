@@ -74,8 +74,7 @@ def lang_option(command):
     return click.option(
         "--lang",
         type=click.Choice(["en", "zh"]),
-        envvar="KATA_LANG",
-        help="Language: en or zh (default: KATA_LANG, then the locale).",
+        help="Language: en or zh (default: KATA_LANG, then the locale, then English).",
     )(command)
 
 
@@ -180,7 +179,7 @@ def check(
         return 1
     try:
         with console.status(f"checking {path} …") if console.is_terminal and not as_json else nullcontext():
-            result = grade(kata, str(path), timeout)
+            result = grade(kata, path, timeout)
     except GradingError as error:
         errors.print(f"kata: {error}", style="error")
         return 1
@@ -222,13 +221,14 @@ def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | N
 def solution(kata: Kata, force: bool, workspace_dir: Path) -> int:
     """Print the reference solution of KATA (once you have passed it)."""
     workspace = _workspace(workspace_dir)
-    if not force and workspace.status(kata.slug) != "passed":
+    status = workspace.status(kata.slug)
+    _flush_warnings(workspace)
+    if not force and status != "passed":
         errors.print(
             f"kata: {kata.slug} is not passed yet; the solution opens once `kata check {kata.slug}` passes (or use --force).",
             style="warning",
         )
         return 1
-    _flush_warnings(workspace)
     if console.is_terminal:
         from rich.syntax import Syntax
 
@@ -314,6 +314,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as error:  # e.g. a workspace path that is a file, or no permission
+        where = f": {error.filename}" if error.filename else ""
+        errors.print(f"kata: error: {error.strerror or error}{where}", style="error", markup=False)
+        return 1
     return status if isinstance(status, int) else 0
 
 

@@ -20,8 +20,8 @@ class GradingError(RuntimeError):
     """The grading process itself failed (not the learner's code)."""
 
 
-def grade(kata: Kata, target: str, timeout: float = DEFAULT_TIMEOUT) -> GradeResult:
-    """Run every check of `kata` against `target` (a file path, "reference", "template" or
+def grade(kata: Kata, target: str | Path, timeout: float = DEFAULT_TIMEOUT) -> GradeResult:
+    """Run every check of `kata` against `target` (a file's Path, or "reference", "template" or
     "misconception:ID"), each in its own child process limited to `timeout` seconds."""
     with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
         report = Path(scratch) / "result.json"
@@ -48,7 +48,10 @@ def grade(kata: Kata, target: str, timeout: float = DEFAULT_TIMEOUT) -> GradeRes
             "--kata-report",
             str(report),
         ]
-        command += ["--kata-target", target] if _is_builtin(target) else ["--kata-file", str(Path(target).resolve())]
+        if isinstance(target, Path):
+            command += ["--kata-file", str(target.resolve())]
+        else:
+            command += ["--kata-target", target]
         env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
         try:
             done = subprocess.run(
@@ -60,7 +63,3 @@ def grade(kata: Kata, target: str, timeout: float = DEFAULT_TIMEOUT) -> GradeRes
             lines = (done.stderr or done.stdout).strip().splitlines()
             raise GradingError(f"the grader failed: {lines[-1] if lines else f'exit status {done.returncode}'}")
         return GradeResult.from_json(json.loads(report.read_text(encoding="utf-8")))
-
-
-def _is_builtin(target: str) -> bool:
-    return target in ("reference", "template") or target.startswith("misconception:")

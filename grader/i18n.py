@@ -43,8 +43,8 @@ PHRASES = {
 def pick_language(explicit: str | None = None) -> str:
     """'en' or 'zh': the explicit choice, else KATA_LANG, else the locale variables."""
     for value in (explicit, os.environ.get("KATA_LANG")):
-        if value in PHRASES:
-            return value
+        if value and value.lower()[:2] in PHRASES:  # "zh", "zh_CN", "zh-TW", "en_US" ...
+            return value.lower()[:2]
     for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = os.environ.get(variable, "")
         if value:

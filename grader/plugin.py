@@ -64,13 +64,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args = [str(config.stash[SESSION].kata.checks_path)]
 
 
-def _target(config: pytest.Config) -> str:
+def _target(config: pytest.Config) -> str | Path:
     path, target = config.getoption("kata_file"), config.getoption("kata_target")
     if bool(path) == bool(target):
         raise TargetError("give exactly one of --kata-file PATH and --kata-target TARGET")
     if target and target not in BUILTIN_TARGETS and not target.startswith("misconception:"):
         raise TargetError(f"--kata-target must be reference, template or misconception:ID, not {target!r}")
-    return path or target
+    return Path(path) if path else target
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -10,6 +10,7 @@ check in exactly the same way.
 """
 
 import inspect
+from pathlib import Path
 
 import pytest
 from _pytest.reports import TestReport
@@ -26,7 +27,7 @@ OUTCOME_KEY = "kata_outcome"
 
 
 class KataSession:
-    def __init__(self, config: pytest.Config, kata: Kata, spec: str, timeout: float):
+    def __init__(self, config: pytest.Config, kata: Kata, spec: str | Path, timeout: float):
         self.config = config
         self.kata = kata
         self.spec = spec
@@ -95,7 +96,7 @@ class KataSession:
         return reports
 
     def grade(self) -> GradeResult:
-        result = GradeResult(self.kata.slug, self.spec, self.results, self.load_error)
+        result = GradeResult(self.kata.slug, str(self.spec), self.results, self.load_error)
         result.settle_misconceptions()
         return result
 

@@ -28,4 +28,5 @@ SYMBOL = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
 
 
 def make_console(stderr: bool = False) -> Console:
-    return Console(theme=THEME, stderr=stderr, highlight=False, soft_wrap=False)
+    """stdout wraps to the terminal; stderr carries one-line messages and never wraps them."""
+    return Console(theme=THEME, stderr=stderr, highlight=False, soft_wrap=stderr)

@@ -1,7 +1,8 @@
 """The module a grading run checks: a learner's file, the reference, the blank template, or a
 misconception variant, all loaded the same way, from source text.
 
-Target specs: a file path, "reference", "template", or "misconception:<id>".
+A target is a `Path` (a file, whatever its name) or a built-in name: "reference", "template",
+or "misconception:<id>".
 """
 
 import linecache
@@ -19,8 +20,10 @@ class TargetError(ValueError):
     """A target spec that names nothing loadable (the grader's own usage error)."""
 
 
-def target_source(kata: Kata, spec: str) -> tuple[str, str]:
+def target_source(kata: Kata, spec: str | Path) -> tuple[str, str]:
     """(source text, file name for tracebacks) of the target `spec`."""
+    if isinstance(spec, Path):
+        return _read_file(spec)
     if spec == "reference":
         return kata.solution(), f"<reference {kata.slug}>"
     if spec == "template":
@@ -32,7 +35,11 @@ def target_source(kata: Kata, spec: str) -> tuple[str, str]:
         except KeyError:
             known = ", ".join(m.id for m in kata.misconceptions)
             raise TargetError(f"{kata.slug} has no misconception {misconception_id!r} (known: {known})") from None
-    path = Path(spec)
+    raise TargetError(f"unknown built-in target {spec!r}: use reference, template or misconception:ID")
+
+
+def _read_file(path: Path) -> tuple[str, str]:
+    spec = str(path)
     try:
         return path.read_text(encoding="utf-8"), str(path.resolve())
     except FileNotFoundError:
@@ -56,7 +63,7 @@ def load_module(source: str, filename: str, name: str) -> types.ModuleType:
     return module
 
 
-def load_target(kata: Kata, spec: str, trace: bool = False) -> types.ModuleType:
+def load_target(kata: Kata, spec: str | Path, trace: bool = False) -> types.ModuleType:
     """Load the target; with `trace`, the kata's public functions report their calls (see isolation)."""
     source, filename = target_source(kata, spec)
     module = load_module(source, filename, f"kata_target_{kata.slug}")

@@ -31,14 +31,17 @@ def watch_workspace(
     if changes is None:
         import watchfiles
 
-        changes = watchfiles.watch(workspace.root, force_polling=True if poll else None, raise_interrupt=False)
+        changes = watchfiles.watch(
+            workspace.root, force_polling=True if poll else None, recursive=False, raise_interrupt=False
+        )
     scope = kata.slug if kata else f"every kata in {workspace.root}"
     console.print(f"watching {scope}; press Ctrl-C to stop", style="muted")
     if kata and workspace.kata_file(kata.slug).exists():
         _check(katas[kata.slug], workspace, timeout, lang, console)
+    watched = {workspace.kata_file(slug).resolve(): slug for slug in katas}
     for batch in changes:
-        saved = {Path(path).stem for _, path in batch if Path(path).suffix == ".py"}
-        for slug in sorted(saved & katas.keys()):
+        saved = {watched[path] for _, name in batch if (path := Path(name).resolve()) in watched}
+        for slug in sorted(saved):
             if workspace.kata_file(slug).exists():
                 _check(katas[slug], workspace, timeout, lang, console)
     return 0
@@ -49,7 +52,7 @@ def _check(kata: Kata, workspace: Workspace, timeout: float, lang: str, console:
     if console.is_terminal:
         console.clear()
     try:
-        result = grade(kata, str(path), timeout)
+        result = grade(kata, path, timeout)
     except GradingError as error:
         console.print(f"kata: {error}", style="error")
         return

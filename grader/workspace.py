@@ -83,11 +83,12 @@ class Workspace:
             return {}
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or not isinstance(data.get("katas", {}), dict):
+            katas = data.get("katas", {}) if isinstance(data, dict) else None
+            if not isinstance(katas, dict) or not all(isinstance(record, dict) for record in katas.values()):
                 raise ValueError("unexpected layout")
-            return data.get("katas", {})
+            return katas
         except (ValueError, UnicodeDecodeError) as error:
-            aside = path.with_name(f"{PROGRESS_FILE}.corrupt-{int(time.time())}")
+            aside = path.with_name(f"{PROGRESS_FILE}.corrupt-{time.time_ns()}")
             os.replace(path, aside)
             self.warnings.append(
                 f"progress file was unreadable ({error}); kept it as {aside.name} and started a new one"
@@ -107,7 +108,7 @@ class Workspace:
         record = (self.progress() if progress is None else progress).get(slug, {})
         if record.get("passed_at"):
             return "passed"
-        if self.kata_file(slug).exists() or record:
+        if self.kata_file(slug).exists():
             return "in progress"
         return "not started"
 

@@ -47,7 +47,9 @@ def test_template_fails_every_check_as_not_implemented_yet(graded, slug):
         assert check.message.startswith("not implemented yet: TODO "), (check.name, check.message)
 
 
-@pytest.mark.parametrize(("slug", "target"), MISCONCEPTION_TARGETS, ids=[t.split(":")[1] + "@" + s for s, t in MISCONCEPTION_TARGETS])
+@pytest.mark.parametrize(
+    ("slug", "target"), MISCONCEPTION_TARGETS, ids=[t.split(":")[1] + "@" + s for s, t in MISCONCEPTION_TARGETS]
+)
 def test_every_misconception_is_caught_and_named(graded, slug, target):
     result = graded[(slug, target)]
     misconception_id = target.split(":", 1)[1]

@@ -42,9 +42,7 @@ FILES = {
     "type_error": body("rewards = rewards + 'oops'"),
     "prints_megabytes_and_passes": body("print('x' * 1_000_000)"),
     "prints_megabytes_and_fails": body("print('y' * 5_000_000)\nreturn rewards * 0"),
-    "leaves_a_sleeping_grandchild": body(
-        "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)"
-    ),
+    "leaves_a_sleeping_grandchild": body("import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)"),
 }
 
 
@@ -57,7 +55,7 @@ def results(tmp_path_factory):
         path = folder / f"{case}.py"
         path.write_text(FILES[case], encoding="utf-8")
         start = time.perf_counter()
-        result = grade(KATA, str(path), timeout=TIMEOUT)
+        result = grade(KATA, path, timeout=TIMEOUT)
         return case, (result, time.perf_counter() - start)
 
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:

@@ -1,0 +1,69 @@
+"""The pytest plugin, driven as a user drives it: `pytest --kata SLUG --kata-file PATH`."""
+
+import json
+
+from grader.catalogue import get_kata
+
+SOLUTION = get_kata("grpo_loss").solution()
+
+
+def test_the_plugin_is_inert_without_kata_options(pytester):
+    pytester.makepyfile(test_plain="def test_one():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+    assert "kata:" not in result.stdout.str()
+
+
+def test_grades_a_learner_file_with_plain_pytest(pytester):
+    learner = pytester.makepyfile(grpo_loss=SOLUTION)
+    result = pytester.runpytest_subprocess("--kata", "grpo_loss", "--kata-file", str(learner))
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] > 10 and "failed" not in outcomes
+    result.stdout.fnmatch_lines([f"kata: {outcomes['passed']} passed, 0 failed"])
+
+
+def test_names_the_misconception_and_writes_the_json_report(pytester):
+    learner = pytester.makepyfile(grpo_loss=SOLUTION.replace("log_probs_old.detach()", "log_probs_old"))
+    report = pytester.path / "result.json"
+    result = pytester.runpytest_subprocess(
+        "--kata", "grpo_loss", "--kata-file", str(learner), "--kata-report", str(report)
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["kata: likely misconception: old log-probs not detached (old_not_detached)"])
+    data = json.loads(report.read_text())
+    failed = [check for check in data["checks"] if check["status"] != "passed"]
+    assert failed and {check["misconception"] for check in failed} == {"old_not_detached"}
+    assert data["failed"] == len(failed) and data["passed"] == len(data["checks"]) - len(failed)
+
+
+def test_grades_the_template_and_a_misconception_variant_as_built_in_targets(pytester):
+    template = pytester.runpytest_subprocess("--kata", "group_advantages", "--kata-target", "template")
+    assert template.ret == 1 and "passed" not in template.parseoutcomes()
+    variant = pytester.runpytest_subprocess("--kata", "group_advantages", "--kata-target", "misconception:sample_std")
+    variant.stdout.fnmatch_lines(["kata: likely misconception: sample std instead of population std (sample_std)"])
+
+
+def test_only_the_kata_checks_are_collected_when_no_path_is_given(pytester):
+    pytester.makepyfile(test_unrelated="def test_unrelated():\n    raise AssertionError('must not run')\n")
+    result = pytester.runpytest_subprocess("--kata", "group_advantages", "--kata-target", "reference")
+    assert "failed" not in result.parseoutcomes()
+    assert "test_unrelated" not in result.stdout.str()
+
+
+def test_usage_errors_are_one_line_and_do_not_run_anything(pytester):
+    unknown = pytester.runpytest_subprocess("--kata", "grpo_los", "--kata-target", "reference")
+    assert unknown.ret == 4
+    unknown.stderr.fnmatch_lines(["*unknown kata 'grpo_los'. Did you mean 'grpo_loss'?*"])
+    both = pytester.runpytest_subprocess("--kata", "grpo_loss", "--kata-target", "reference", "--kata-file", "x.py")
+    both.stderr.fnmatch_lines(["*give exactly one of --kata-file PATH and --kata-target TARGET*"])
+    missing = pytester.runpytest_subprocess("--kata", "grpo_loss", "--kata-file", "nowhere.py")
+    missing.stderr.fnmatch_lines(["*no such file: nowhere.py*"])
+    bad_variant = pytester.runpytest_subprocess("--kata", "grpo_loss", "--kata-target", "misconception:nope")
+    bad_variant.stderr.fnmatch_lines(["*grpo_loss has no misconception 'nope'*"])
+
+
+def test_kata_fixtures_without_kata_options_fail_with_a_clear_message(pytester):
+    pytester.makepyfile(test_uses_fixture="def test_it(expect):\n    pass\n")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*kata checks need --kata SLUG and --kata-file PATH (or --kata-target)*"])
