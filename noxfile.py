@@ -1,8 +1,8 @@
 """Sessions: `nox` runs the CPU tier (cpu) by default; `nox -s lint` checks style.
 
-    nox            # cpu
-    nox -s lint
-    nox -s cpu -- -k plugin      # arguments after -- go to pytest
+nox            # cpu
+nox -s lint
+nox -s cpu -- -k plugin      # arguments after -- go to pytest
 """
 
 import nox

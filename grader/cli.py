@@ -156,6 +156,7 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
     help="Grade this file instead of the workspace's.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("-v", "--verbose", is_flag=True, help="Show every failing check in full.")
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0.1),
@@ -165,7 +166,13 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
 )
 @lang_option
 def check(
-    kata: Kata, workspace_dir: Path, file_path: Path | None, as_json: bool, timeout: float, lang: str | None
+    kata: Kata,
+    workspace_dir: Path,
+    file_path: Path | None,
+    as_json: bool,
+    verbose: bool,
+    timeout: float,
+    lang: str | None,
 ) -> int:
     """Grade your file for KATA: each check runs in its own process, with a time limit."""
     from grader.grading import GradingError, grade
@@ -192,7 +199,7 @@ def check(
         data.pop("matches")
         click.echo(json.dumps(data, ensure_ascii=False, indent=1))
     else:
-        console.print(build_report(result, kata, pick_language(lang), str(path)))
+        console.print(build_report(result, kata, pick_language(lang), str(path), verbose))
     return 0 if result.failed == 0 and result.checks else 1
 
 

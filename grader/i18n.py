@@ -20,6 +20,7 @@ PHRASES = {
         "hint_last": "That was the last hint for this TODO. The lesson: kata show {slug}",
         "hint_more": "Run the same command again for the next hint.",
         "checks": "checks",
+        "more": "(the others above in one line each; kata check {slug} --verbose shows every message)",
     },
     "zh": {
         "whole": "整个函数",
@@ -36,6 +37,7 @@ PHRASES = {
         "hint_last": "这是本 TODO 的最后一条提示。课文：kata show {slug}",
         "hint_more": "再次运行同一命令可查看下一条提示。",
         "checks": "项检查",
+        "more": "（其余检查各占一行；kata check {slug} --verbose 显示全部信息）",
     },
 }
 

@@ -17,6 +17,7 @@ from grader.results import CheckResult, GradeResult
 from grader.styles import SYMBOL
 
 NOT_IMPLEMENTED = re.compile(r"not implemented yet: TODO (\d+)")
+DETAILED = 2  # failing checks shown in full per TODO (the rest: one line each)
 MESSAGE_LINES = 12
 OUTPUT_LINES = 12
 
@@ -25,7 +26,10 @@ def summary_line(result: GradeResult) -> str:
     return f"{result.passed} passed, {result.failed} failed"
 
 
-def build_report(result: GradeResult, kata: Kata, lang: str, target_label: str) -> RenderableType:
+def build_report(
+    result: GradeResult, kata: Kata, lang: str, target_label: str, verbose: bool = False
+) -> RenderableType:
+    """The whole report; at most DETAILED failures per TODO are shown in full unless `verbose`."""
     parts: list[RenderableType] = [
         Text.assemble((f"{kata.slug} · {localized(kata.title, lang)}", "title"), ("  " + target_label, "muted")),
         Text(),
@@ -34,7 +38,7 @@ def build_report(result: GradeResult, kata: Kata, lang: str, target_label: str) 
         parts += [Text(phrase(lang, "not_loaded") + ":", style="error"), _pad(Text(result.load_error), (0, 0, 1, 4))]
     else:
         for todo, checks in _by_todo(result.checks):
-            parts += _todo_section(todo, checks, kata, lang)
+            parts += _todo_section(todo, checks, kata, lang, None if verbose else DETAILED, result.diagnosis)
         if result.diagnosis:
             parts += _diagnosis(result, kata, lang)
     parts += [Text(_next_step(result, kata, lang), style="next"), Text(summary_line(result))]
@@ -46,7 +50,14 @@ def _by_todo(checks: list[CheckResult]) -> list[tuple[int | None, list[CheckResu
     return [(todo, [check for check in checks if check.todo == todo]) for todo in todos]
 
 
-def _todo_section(todo: int | None, checks: list[CheckResult], kata: Kata, lang: str) -> list[RenderableType]:
+def _todo_section(
+    todo: int | None,
+    checks: list[CheckResult],
+    kata: Kata,
+    lang: str,
+    detailed: int | None,
+    diagnosis: str | None = None,
+) -> list[RenderableType]:
     passed = sum(check.status == "passed" for check in checks)
     label = f"TODO {todo}" if todo is not None else phrase(lang, "whole")
     title = localized(kata.todo(todo).title, lang) if todo is not None else ""
@@ -61,8 +72,13 @@ def _todo_section(todo: int | None, checks: list[CheckResult], kata: Kata, lang:
         key = "not_implemented" if first == todo else "waiting_for"
         return [header, _pad(Text(phrase(lang, key, todo=first), style="muted"), (0, 0, 1, 4))]
     lines: list[RenderableType] = [header]
+    shown = _most_telling(failing, detailed)
     for check in failing:
-        lines.append(_failed_check(check, kata, lang))
+        lines.append(
+            _failed_check(check, kata, lang) if check in shown else _failed_title(check, kata, lang, diagnosis)
+        )
+    if detailed is not None and len(failing) > detailed:
+        lines.append(_pad(Text(phrase(lang, "more", slug=kata.slug), style="muted"), (0, 0, 0, 4)))
     lines.append(Text())
     return lines
 
@@ -75,6 +91,24 @@ def _unwritten_todo(check: CheckResult) -> int | None:
 
 def _pad(renderable: RenderableType, pad: tuple[int, int, int, int]) -> Padding:
     return Padding(renderable, pad, expand=False)
+
+
+def _most_telling(failing: list[CheckResult], detailed: int | None) -> list[CheckResult]:
+    """The failures to show in full: one per distinct check, those whose values are printed first."""
+    if detailed is None:
+        return failing
+    distinct = list({check.title: check for check in reversed(failing)}.values())[::-1]
+    return sorted(distinct, key=lambda check: "tensor of shape" in check.message)[:detailed]
+
+
+def _failed_title(check: CheckResult, kata: Kata, lang: str, diagnosis: str | None) -> RenderableType:
+    """One line: the check's title and the misconception it fits, unless that is the overall diagnosis."""
+    named = check.misconception and check.misconception != diagnosis
+    tag = f"  ⚑ {localized(kata.misconception(check.misconception).title, lang)}" if named else ""
+    line = Text.assemble(
+        (f"{SYMBOL[check.status]} ", check.status), (check.title, check.status), (tag, "misconception")
+    )
+    return _pad(line, (0, 0, 0, 2))
 
 
 def _failed_check(check: CheckResult, kata: Kata, lang: str) -> RenderableType:
