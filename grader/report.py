@@ -97,7 +97,7 @@ def _most_telling(failing: list[CheckResult], detailed: int | None) -> list[Chec
     """The failures to show in full: one per distinct check, those whose values are printed first."""
     if detailed is None:
         return failing
-    distinct = list({check.title: check for check in reversed(failing)}.values())[::-1]
+    distinct = list({check.name.split("[")[0]: check for check in reversed(failing)}.values())[::-1]
     return sorted(distinct, key=lambda check: "tensor of shape" in check.message)[:detailed]
 
 
@@ -106,14 +106,14 @@ def _failed_title(check: CheckResult, kata: Kata, lang: str, diagnosis: str | No
     named = check.misconception and check.misconception != diagnosis
     tag = f"  ⚑ {localized(kata.misconception(check.misconception).title, lang)}" if named else ""
     line = Text.assemble(
-        (f"{SYMBOL[check.status]} ", check.status), (check.title, check.status), (tag, "misconception")
+        (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (tag, "misconception")
     )
     return _pad(line, (0, 0, 0, 2))
 
 
 def _failed_check(check: CheckResult, kata: Kata, lang: str) -> RenderableType:
     parts: list[RenderableType] = [
-        Text.assemble((f"{SYMBOL[check.status]} ", check.status), (check.title, check.status)),
+        Text.assemble((f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status)),
         _pad(Text(_clip(check.message, MESSAGE_LINES), style="code"), (0, 0, 0, 2)),
     ]
     if check.output.strip():

@@ -18,6 +18,10 @@ class CheckResult:
     misconception: str | None = None
     output: str = ""  # what the learner's code printed (head and tail), for failed checks
     matches: list[str] = field(default_factory=list)  # every misconception that fits this failure
+    title_zh: str = ""  # the docstring's "zh:" line
+
+    def title_in(self, lang: str) -> str:
+        return self.title_zh if lang == "zh" and self.title_zh else self.title
 
 
 @dataclass

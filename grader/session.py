@@ -85,7 +85,8 @@ class KataSession:
         self.results.append(
             CheckResult(
                 name=item.name.removeprefix("test_"),
-                title=_first_line(item.obj.__doc__) or item.name,
+                title=_titles(item.obj.__doc__)[0] or item.name,
+                title_zh=_titles(item.obj.__doc__)[1],
                 todo=_todo_of(item),
                 status="passed" if passed else annotation["status"],
                 message="" if passed else annotation["message"],
@@ -152,8 +153,11 @@ def _failed_report(item: pytest.Item, message: str) -> TestReport:
     )
 
 
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+def _titles(doc: str | None) -> tuple[str, str]:
+    """(English title, Chinese title) of a check: its docstring's first line and its "zh:" line."""
+    lines = [line.strip() for line in (doc or "").strip().splitlines()]
+    zh = next((line.removeprefix("zh:").strip() for line in lines if line.startswith("zh:")), "")
+    return (lines[0] if lines else ""), zh
 
 
 def _todo_of(item: pytest.Item) -> int | None:

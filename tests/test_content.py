@@ -115,6 +115,17 @@ def test_at_least_five_misconceptions_each_a_single_edit(kata):
         compile(variant, item.id, "exec")
 
 
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_every_check_has_a_title_in_both_languages(kata):
+    tree = ast.parse(kata.checks_path.read_text(encoding="utf-8"))
+    checks = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+    assert checks
+    for node in checks:
+        doc = ast.get_docstring(node) or ""
+        assert doc.splitlines() and doc.splitlines()[0], node.name
+        assert any(line.startswith("zh:") and CJK.search(line) for line in doc.splitlines()), node.name
+
+
 def test_no_stray_files():
     for folder in sorted(KATAS_DIR.iterdir()):
         if folder.is_dir() and folder.name != "__pycache__":

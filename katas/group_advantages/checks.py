@@ -23,13 +23,19 @@ def random_groups(seed: int, sizes=(3, 1, 5, 2, 4), dtype=torch.float32):
 @pytest.mark.todo(1)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_matches_reference_on_random_groups(expect, seed):
-    """Matches the reference on seeded random groups in shuffled order"""
+    """Matches the reference on seeded random groups in shuffled order
+
+    zh: 在打乱顺序的随机分组上与参考答案一致
+    """
     expect.matches_reference(FN, *random_groups(seed))
 
 
 @pytest.mark.todo(1)
 def test_each_group_has_zero_mean(expect):
-    """Every group's advantages have mean zero"""
+    """Every group's advantages have mean zero
+
+    zh: 每一组的优势均值为零
+    """
     rewards, ids = random_groups(3)
     advantages = expect.shaped_like_reference(FN, rewards, ids)
     for group in ids.unique().tolist():
@@ -40,7 +46,10 @@ def test_each_group_has_zero_mean(expect):
 
 @pytest.mark.todo(1)
 def test_singleton_group_gets_zero_advantage(expect):
-    """A group of one candidate gets exactly 0 (nothing to compare with), not NaN"""
+    """A group of one candidate gets exactly 0 (nothing to compare with), not NaN
+
+    zh: 单元素组的优势恰好为 0（没有可比较的对象），而不是 NaN
+    """
     rewards = torch.tensor([1.0, 2.0, 0.5, 1.5, 3.0])
     group_ids = torch.tensor([0, 0, 1, 1, 2])
     expect.matches_reference(FN, rewards, group_ids)
@@ -48,7 +57,10 @@ def test_singleton_group_gets_zero_advantage(expect):
 
 @pytest.mark.todo(1)
 def test_equal_rewards_give_zero_not_nan(expect):
-    """A group whose rewards are all equal gets 0 everywhere: eps guards the division"""
+    """A group whose rewards are all equal gets 0 everywhere: eps guards the division
+
+    zh: 奖励全等的组处处为 0：eps 保护了除法
+    """
     rewards = torch.tensor([0.7, 0.7, 0.7, 1.0, 0.0])
     group_ids = torch.tensor([4, 4, 4, 9, 9])
     expect.matches_reference(FN, rewards, group_ids)
@@ -56,7 +68,10 @@ def test_equal_rewards_give_zero_not_nan(expect):
 
 @pytest.mark.todo(1)
 def test_eps_is_a_floor_not_an_addend(expect):
-    """eps floors the std (max(std, eps)); it is not added to it"""
+    """eps floors the std (max(std, eps)); it is not added to it
+
+    zh: eps 是标准差的下限（max(std, eps)），而不是加数
+    """
     rewards = torch.tensor([0.0, 0.5, 0.0, 3e-7], dtype=torch.float64)
     group_ids = torch.tensor([0, 0, 1, 1])
     expect.matches_reference(FN, rewards, group_ids, eps=0.3)
@@ -65,7 +80,10 @@ def test_eps_is_a_floor_not_an_addend(expect):
 
 @pytest.mark.todo(1)
 def test_population_std_convention(expect):
-    """The scale is the population std (divide by n, not n - 1)"""
+    """The scale is the population std (divide by n, not n - 1)
+
+    zh: 缩放使用总体标准差（除以 n，而不是 n - 1）
+    """
     rewards = torch.tensor([0.0, 1.0, 2.0, 3.0, 10.0, 20.0])
     group_ids = torch.tensor([1, 1, 1, 1, 2, 2])
     expect.matches_reference(FN, rewards, group_ids)
@@ -73,7 +91,10 @@ def test_population_std_convention(expect):
 
 @pytest.mark.todo(1)
 def test_groups_are_compared_only_within_themselves(expect):
-    """Scaling or shifting one group's rewards leaves every advantage unchanged"""
+    """Scaling or shifting one group's rewards leaves every advantage unchanged
+
+    zh: 对某一组的奖励做缩放或平移，所有优势保持不变
+    """
     rewards, ids = random_groups(4, sizes=(4, 3, 5))
     before = expect.matches_reference(FN, rewards, ids)
     changed = torch.where(ids == ids[0], rewards * 100 + 7, rewards)
@@ -85,7 +106,10 @@ def test_groups_are_compared_only_within_themselves(expect):
 
 @pytest.mark.todo(1)
 def test_order_and_id_values_do_not_matter(expect):
-    """Permuting candidates permutes advantages; ids are labels, not positions"""
+    """Permuting candidates permutes advantages; ids are labels, not positions
+
+    zh: 打乱候选顺序只会同样打乱优势；组 id 是标签，不是位置
+    """
     rewards, ids = random_groups(5)
     advantages = expect.matches_reference(FN, rewards, ids)
     order = torch.randperm(len(ids), generator=torch.Generator().manual_seed(11))
@@ -97,12 +121,18 @@ def test_order_and_id_values_do_not_matter(expect):
 @pytest.mark.todo(1)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["float64", "bfloat16"])
 def test_dtype_follows_rewards(expect, dtype):
-    """The advantages have the rewards' dtype"""
+    """The advantages have the rewards' dtype
+
+    zh: 优势的 dtype 与奖励相同
+    """
     expect.matches_reference(FN, *random_groups(6, dtype=dtype))
 
 
 def test_rejects_inputs_outside_the_contract(expect):
-    """Accepts valid input; rejects bad shapes, empty input, non-finite rewards and bad eps with ValueError"""
+    """Accepts valid input; rejects bad shapes, empty input, non-finite rewards and bad eps with ValueError
+
+    zh: 接受合法输入；对错误形状、空输入、非有限奖励和非法 eps 抛出 ValueError
+    """
     rewards, ids = random_groups(7)
     expect.matches_reference(FN, rewards, ids)
     nan, inf = float("nan"), float("inf")

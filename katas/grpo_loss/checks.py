@@ -55,7 +55,10 @@ def loss_args(batch, **options):
 
 @pytest.mark.todo(1)
 def test_returned_advantages_are_the_group_advantages(expect):
-    """compute_grpo_loss returns the group advantages it used (singleton gets 0)"""
+    """compute_grpo_loss returns the group advantages it used (singleton gets 0)
+
+    zh: compute_grpo_loss 返回它使用的组内优势（单元素组为 0）
+    """
     args, options = loss_args(lesson_batch())
     _, advantages = expect.matches_reference(FN, *args, **options)
     if advantages[-1].item() != 0.0:
@@ -67,21 +70,30 @@ def test_returned_advantages_are_the_group_advantages(expect):
 
 @pytest.mark.todo(2)
 def test_loss_matches_reference_on_the_lesson_batch(expect):
-    """Loss and advantages match the reference on the lesson's batch"""
+    """Loss and advantages match the reference on the lesson's batch
+
+    zh: 在课文的样例批次上，损失与优势和参考答案一致
+    """
     args, options = loss_args(lesson_batch())
     expect.matches_reference(FN, *args, **options)
 
 
 @pytest.mark.todo(2)
 def test_old_log_probs_receive_no_gradient(expect):
-    """The sampling policy's log-probs are data: no gradient reaches them"""
+    """The sampling policy's log-probs are data: no gradient reaches them
+
+    zh: 采样策略的对数概率是数据：梯度不会传到它们
+    """
     args, options = loss_args(random_batch(0))
     expect.gradients_match_reference(FN, *args, wrt=("log_probs_new", "log_probs_old"), pick=LOSS, **options)
 
 
 @pytest.mark.todo(2)
 def test_ratio_is_one_when_policies_agree(expect):
-    """With new == old every ratio is 1: the loss is minus the mean advantage, i.e. 0"""
+    """With new == old every ratio is 1: the loss is minus the mean advantage, i.e. 0
+
+    zh: 当 new == old 时每个比率都是 1：损失为负的平均优势，即 0
+    """
     new, _, _, rewards, group_ids, mask = random_batch(1)
     expect.matches_reference(FN, new, new.clone(), rewards, group_ids, mask)
 
@@ -107,7 +119,10 @@ def _one_token_loss(expect, ratio: float, advantage_sign: float):
     ids=["A>0 above 1+eps", "A<0 below 1-eps", "A>0 below 1-eps", "A<0 above 1+eps", "A>0 inside"],
 )
 def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, ratio, sign, clipped):
-    """Past 1 +/- eps in the advantage's direction the loss is flat; elsewhere it keeps its gradient"""
+    """Past 1 +/- eps in the advantage's direction the loss is flat; elsewhere it keeps its gradient
+
+    zh: 沿优势方向越过 1 ± eps 后损失是平的；其他位置保留梯度
+    """
     loss, gradient = _one_token_loss(expect, ratio, sign)
     where = f"one token with ratio {ratio} and advantage {'+1' if sign > 0 else '-1'} (clip_range 0.2)"
     if clipped and gradient != 0.0:
@@ -123,7 +138,10 @@ def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, ratio, sign,
 @pytest.mark.todo(3)
 @pytest.mark.parametrize("seed", [2, 3])
 def test_loss_and_gradient_match_reference_with_kl(expect, seed):
-    """With a reference policy and beta > 0, loss and gradients match the reference"""
+    """With a reference policy and beta > 0, loss and gradients match the reference
+
+    zh: 提供参考策略且 beta > 0 时，损失与梯度和参考答案一致
+    """
     args, options = loss_args(random_batch(seed), beta=0.1, clip_range=0.2)
     expect.matches_reference(FN, *args, **options)
     expect.gradients_match_reference(
@@ -133,14 +151,20 @@ def test_loss_and_gradient_match_reference_with_kl(expect, seed):
 
 @pytest.mark.todo(3)
 def test_reference_policy_receives_no_gradient(expect):
-    """The reference policy is a frozen anchor: no gradient reaches it"""
+    """The reference policy is a frozen anchor: no gradient reaches it
+
+    zh: 参考策略是冻结的锚点：梯度不会传到它
+    """
     args, options = loss_args(lesson_batch(), beta=0.1)
     expect.gradients_match_reference(FN, *args, wrt=("log_probs_ref",), pick=LOSS, **options)
 
 
 @pytest.mark.todo(3)
 def test_kl_penalty_never_lowers_the_loss(expect):
-    """Adding the non-negative k3 term never lowers the loss, and adds nothing when ref == new"""
+    """Adding the non-negative k3 term never lowers the loss, and adds nothing when ref == new
+
+    zh: 加入非负的 k3 项不会降低损失；ref == new 时不增加任何值
+    """
     new, old, ref, rewards, group_ids, mask = random_batch(4)
     ref = new + 0.5  # the reference likes every sampled token more than the policy does
     without = expect.shaped_like_reference(FN, new, old, rewards, group_ids, mask)[0].item()
@@ -156,7 +180,10 @@ def test_kl_penalty_never_lowers_the_loss(expect):
 
 @pytest.mark.todo(3)
 def test_kl_is_k3_of_new_against_reference(expect):
-    """With equal rewards (A = 0) the loss is beta * k3(new, ref) averaged per response"""
+    """With equal rewards (A = 0) the loss is beta * k3(new, ref) averaged per response
+
+    zh: 奖励全等（A = 0）时，损失是按回答平均的 beta * k3(new, ref)
+    """
     new, old, ref, _, group_ids, mask = random_batch(5)
     rewards = torch.ones_like(new[:, 0])
     expect.matches_reference(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.3)
@@ -167,7 +194,10 @@ def test_kl_is_k3_of_new_against_reference(expect):
 
 @pytest.mark.todo(4)
 def test_candidates_weigh_equally_whatever_their_length(expect):
-    """Each response is averaged over its own tokens first: the lesson's 2-candidate fixture gives 0"""
+    """Each response is averaged over its own tokens first: the lesson's 2-candidate fixture gives 0
+
+    zh: 每条回答先在自身 token 上求均值：课文中两个候选的样例得到 0
+    """
     new = torch.zeros(2, 2)
     mask = torch.tensor([[True, True], [True, False]])
     expect.matches_reference(FN, new, new.clone(), torch.tensor([0.0, 2.0]), torch.tensor([0, 0]), mask)
@@ -175,7 +205,10 @@ def test_candidates_weigh_equally_whatever_their_length(expect):
 
 @pytest.mark.todo(4)
 def test_masked_positions_change_nothing(expect):
-    """Changing log-probs where the mask is False changes neither the loss nor any gradient"""
+    """Changing log-probs where the mask is False changes neither the loss nor any gradient
+
+    zh: 修改 mask 为 False 位置的对数概率，不改变损失和任何梯度
+    """
     new, old, ref, rewards, group_ids, mask = random_batch(6)
     before = expect.matches_reference(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.1)[0]
     noise = torch.where(mask, torch.zeros_like(new), torch.full_like(new, -3.0))
@@ -186,7 +219,10 @@ def test_masked_positions_change_nothing(expect):
 @pytest.mark.todo(4)
 @pytest.mark.parametrize("seed", [7, 8])
 def test_loss_and_gradient_match_reference_on_ragged_masks(expect, seed):
-    """Loss and gradient match the reference on random ragged masks (no KL)"""
+    """Loss and gradient match the reference on random ragged masks (no KL)
+
+    zh: 在随机的不等长 mask 上（无 KL），损失与梯度和参考答案一致
+    """
     args, options = loss_args(random_batch(seed, groups=4, size=3, length=9), clip_range=0.1)
     expect.matches_reference(FN, *args, **options)
     expect.gradients_match_reference(FN, *args, wrt=("log_probs_new",), pick=LOSS, **options)
@@ -194,13 +230,19 @@ def test_loss_and_gradient_match_reference_on_ragged_masks(expect, seed):
 
 @pytest.mark.todo(4)
 def test_dtype_follows_inputs(expect):
-    """float64 inputs give a float64 loss"""
+    """float64 inputs give a float64 loss
+
+    zh: float64 输入得到 float64 损失
+    """
     args, options = loss_args(random_batch(9, dtype=torch.float64), beta=0.2)
     expect.matches_reference(FN, *args, **options)
 
 
 def test_rejects_inputs_outside_the_contract(expect):
-    """Accepts valid input; rejects every bad input the lesson lists with ValueError"""
+    """Accepts valid input; rejects every bad input the lesson lists with ValueError
+
+    zh: 接受合法输入；对课文列出的每种非法输入抛出 ValueError
+    """
     new, old, ref, rewards, group_ids, mask = lesson_batch()
     expect.matches_reference(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.1)
     nan, inf = float("nan"), float("inf")
