@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from grader import catalogue
+from grader import DEFAULT_TIMEOUT, catalogue
 from grader.catalogue import Kata
 from grader.i18n import pick_language
 from grader.workspace import DEFAULT_DIR, Workspace, WorkspaceRefusal
@@ -75,6 +75,16 @@ def lang_option(command):
         "--lang",
         type=click.Choice(["en", "zh"]),
         help="Language: en or zh (default: KATA_LANG, then the locale, then English).",
+    )(command)
+
+
+def timeout_option(command):
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        help="Time limit of each check, in seconds.",
     )(command)
 
 
@@ -157,13 +167,7 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every failing check in full.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=10.0,
-    show_default=True,
-    help="Time limit of each check, in seconds.",
-)
+@timeout_option
 @lang_option
 def check(
     kata: Kata,
@@ -191,8 +195,7 @@ def check(
         errors.print(f"kata: {error}", style="error")
         return 1
     if file_path is None:
-        failing = sorted({c.todo for c in result.checks if c.status != "passed" and c.todo is not None})
-        workspace.record_check(kata.slug, result.passed, result.failed, failing)
+        workspace.record_check(kata.slug, result)
         _flush_warnings(workspace)
     if as_json:
         data = result.to_json()
@@ -281,13 +284,7 @@ def show(kata: Kata, lang: str | None) -> int:
 @cli.command()
 @click.argument("kata", type=SLUG, required=False)
 @workspace_option
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=10.0,
-    show_default=True,
-    help="Time limit of each check, in seconds.",
-)
+@timeout_option
 @click.option("--poll", is_flag=True, help="Poll for changes (for file systems that send no events).")
 @lang_option
 def watch(kata: Kata | None, workspace_dir: Path, timeout: float, poll: bool, lang: str | None) -> int:

@@ -9,11 +9,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from grader import DEFAULT_TIMEOUT
 from grader.catalogue import Kata
 from grader.results import GradeResult
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_TIMEOUT = 10.0
 
 
 class GradingError(RuntimeError):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import DEFAULT_TIMEOUT
 from grader.catalogue import UnknownKata, get_kata
 from grader.expect import Expect
 from grader.session import KataSession
@@ -38,7 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata", metavar="SLUG", help=HELP_KATA)
     group.addoption("--kata-file", metavar="PATH", help=HELP_FILE)
     group.addoption("--kata-target", metavar="TARGET", help=HELP_TARGET)
-    group.addoption("--kata-timeout", metavar="S", type=float, default=10.0, help=HELP_TIMEOUT)
+    group.addoption("--kata-timeout", metavar="S", type=float, default=DEFAULT_TIMEOUT, help=HELP_TIMEOUT)
     group.addoption("--kata-report", metavar="PATH", help=HELP_REPORT)
 
 

@@ -140,9 +140,8 @@ def _diagnosis(result: GradeResult, kata: Kata, lang: str) -> list[RenderableTyp
 def _next_step(result: GradeResult, kata: Kata, lang: str) -> str:
     if result.load_error:
         return phrase(lang, "next_load", slug=kata.slug)
-    failing = sorted({check.todo for check in result.checks if check.status != "passed" and check.todo is not None})
-    if failing:
-        return phrase(lang, "next_fix", todo=failing[0], slug=kata.slug)
+    if result.failing_todos:
+        return phrase(lang, "next_fix", todo=result.failing_todos[0], slug=kata.slug)
     if result.failed:
         return phrase(lang, "next_fix", todo=kata.todos[-1].number, slug=kata.slug)
     return phrase(lang, "next_done", slug=kata.slug)

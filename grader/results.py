@@ -44,6 +44,11 @@ class GradeResult:
         return round(self.passed / len(self.checks), 4) if self.checks else 0.0
 
     @property
+    def failing_todos(self) -> list[int]:
+        """The TODOs with at least one failing check, in order."""
+        return sorted({check.todo for check in self.checks if check.status != "passed" and check.todo is not None})
+
+    @property
     def diagnosis(self) -> str | None:
         """The misconception that explains the most failed checks, if any explains one."""
         counts = Counter(match for check in self.checks for match in check.matches)

@@ -56,6 +56,5 @@ def _check(kata: Kata, workspace: Workspace, timeout: float, lang: str, console:
     except GradingError as error:
         console.print(f"kata: {error}", style="error")
         return
-    failing = sorted({c.todo for c in result.checks if c.status != "passed" and c.todo is not None})
-    workspace.record_check(kata.slug, result.passed, result.failed, failing)
+    workspace.record_check(kata.slug, result)
     console.print(build_report(result, kata, lang, str(path)))

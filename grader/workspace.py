@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from grader.results import GradeResult
+
 DEFAULT_DIR = "kata_workspace"
 PROGRESS_FILE = ".progress.json"
 BACKUP_DIR = ".backups"
@@ -112,10 +114,12 @@ class Workspace:
             return "in progress"
         return "not started"
 
-    def record_check(self, slug: str, passed: int, failed: int, failing_todos: list[int]) -> dict:
-        fields = {"last_check": {"at": _now(), "passed": passed, "failed": failed, "failing_todos": failing_todos}}
+    def record_check(self, slug: str, result: GradeResult) -> dict:
+        """Remember a grading of the workspace file; the first full pass unlocks the solution."""
+        counts = {"passed": result.passed, "failed": result.failed, "failing_todos": result.failing_todos}
+        fields = {"last_check": {"at": _now(), **counts}}
         record = self.progress().get(slug, {})
-        if failed == 0 and passed and not record.get("passed_at"):
+        if result.failed == 0 and result.passed and not record.get("passed_at"):
             fields["passed_at"] = _now()
         return self.update(slug, **fields)
 

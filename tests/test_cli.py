@@ -86,6 +86,14 @@ def _isolate(patch: pytest.MonkeyPatch, cwd: Path) -> None:
     patch.chdir(cwd)
 
 
+def _record_check(workspace, slug, passed, failed, failing_todos):
+    """Record a grading with these counts, as `kata check` does after grading the workspace file."""
+    todos = failing_todos or [1]
+    checks = [CheckResult(f"p{i}", "p", todos[0], "passed") for i in range(passed)]
+    checks += [CheckResult(f"f{i}", "f", todos[i % len(todos)], "failed", "wrong") for i in range(failed)]
+    return Workspace(workspace).record_check(slug, GradeResult(slug, "file", checks))
+
+
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
     """A scratch working directory: the default workspace never lands in the repo."""
@@ -195,7 +203,7 @@ def test_list_json_has_one_row_per_kata_with_every_field_and_the_next_command(wo
 
 
 def test_list_reports_passed_in_progress_and_points_at_the_kata_in_progress(workspace):
-    Workspace(workspace).record_check("group_advantages", 7, 0, [])
+    _record_check(workspace, "group_advantages", 7, 0, [])
     assert kata("start", "grpo_loss", "--workspace", workspace).status == 0
 
     listing = _listing(workspace)
@@ -210,7 +218,7 @@ def test_list_reports_passed_in_progress_and_points_at_the_kata_in_progress(work
 
 def test_list_sends_a_learner_with_failing_checks_to_the_hint_of_the_first_failing_todo(workspace):
     assert kata("start", "grpo_loss", "--workspace", workspace).status == 0
-    Workspace(workspace).record_check("grpo_loss", 20, 6, [3, 4])
+    _record_check(workspace, "grpo_loss", 20, 6, [3, 4])
 
     text = kata("list", "--workspace", workspace).out
     row = _rows(workspace)["grpo_loss"]
@@ -222,7 +230,7 @@ def test_list_sends_a_learner_with_failing_checks_to_the_hint_of_the_first_faili
 
 def test_list_says_every_kata_passed_when_there_is_nothing_left(workspace):
     for slug in ("group_advantages", "grpo_loss"):
-        Workspace(workspace).record_check(slug, 5, 0, [])
+        _record_check(workspace, slug, 5, 0, [])
 
     assert _listing(workspace)["next"] is None
     assert kata("list", "--workspace", workspace).out.splitlines()[-1] == "Every kata passed."
@@ -653,7 +661,7 @@ def test_hint_defaults_to_the_first_todo_without_a_check(workspace):
 
 
 def test_hint_defaults_to_the_first_failing_todo_of_the_last_check(workspace):
-    Workspace(workspace).record_check("grpo_loss", 20, 6, [3, 4])
+    _record_check(workspace, "grpo_loss", 20, 6, [3, 4])
 
     run = kata("hint", "grpo_loss", "--workspace", workspace)
 
@@ -719,7 +727,7 @@ def test_reset_without_a_file_writes_a_blank_one_and_no_backup(workspace):
 
 def test_reset_forgets_the_last_check(workspace):
     assert kata("start", "grpo_loss", "--workspace", workspace).status == 0
-    Workspace(workspace).record_check("grpo_loss", 20, 6, [3])
+    _record_check(workspace, "grpo_loss", 20, 6, [3])
 
     assert kata("reset", "grpo_loss", "--workspace", workspace).status == 0
 
