@@ -28,7 +28,7 @@ _CALL_PAGE = mmap.mmap(-1, 4096)  # shared with every child forked after import
 _HUNG: set[str] = set()  # learner functions that already ran out of time (parent's view)
 
 
-class KnownHang(Exception):
+class KnownHang(BaseException):  # BaseException: a learner's `except Exception` cannot swallow it
     """A learner function that already timed out in an earlier check was called again."""
 
     def __init__(self, name: str):
