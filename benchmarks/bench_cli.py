@@ -8,7 +8,8 @@
 - `kata start` / `kata hint` / `kata show` vs `python -c "pass"`, for information.
 
 Each command runs `--repeat` times, alternating with its floor, after one warm-up; the median
-wall time is reported. Prints a Markdown table (paste it into the README).
+wall time is reported. Bytecode caching is on, as in a normal Python (PYTHONDONTWRITEBYTECODE,
+set on some machines, is removed for the runs). Prints a Markdown table (paste it into the README).
 """
 
 import argparse
@@ -54,6 +55,7 @@ def main() -> None:
         workspace.mkdir()
         (workspace / "grpo_loss.py").write_text(get_kata("grpo_loss").solution())
         env = dict(os.environ, KATA_WORKSPACE=str(workspace), KATA_LANG="en")
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         bare = [sys.executable, "-c", "pass"]
         torch_floor = [sys.executable, "-c", "import torch"]
         rows = [

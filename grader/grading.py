@@ -52,7 +52,7 @@ def grade(kata: Kata, target: str | Path, timeout: float = DEFAULT_TIMEOUT) -> G
             command += ["--kata-file", str(target.resolve())]
         else:
             command += ["--kata-target", target]
-        env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
+        env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
         try:
             done = subprocess.run(
                 command, cwd=scratch, env=env, capture_output=True, text=True, timeout=max(120.0, 60 * timeout)
