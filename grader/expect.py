@@ -12,6 +12,7 @@ back, the largest difference and where.
 """
 
 import inspect
+import math
 
 import torch
 
@@ -159,18 +160,38 @@ class Expect:
         raise CheckFailed(f"{call}\n  should raise ValueError ({why}), but returned {fmt(result)}")
 
     def same(self, got, expected, what: str, values: bool = True) -> None:
-        """`got` has the structure, shapes, dtypes and (within tolerance, unless not `values`) values of `expected`."""
+        """`got` has the structure, shapes, dtypes and (within tolerance, unless not `values`) values of `expected`.
+
+        Tuples and lists are compared item by item, dicts key by key, tensors by shape, dtype and
+        value, floats within the float64 tolerance (NaN equals NaN), anything else with ==.
+        """
         if isinstance(expected, tuple | list):
+            kind = "tuple" if isinstance(expected, tuple) else "list"
             if not isinstance(got, tuple | list) or len(got) != len(expected):
-                raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a tuple of {len(expected)} values")
+                raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a {kind} of {len(expected)} values")
             for index, (have, want) in enumerate(zip(got, expected)):
                 self.same(have, want, f"{what}  [returned value {index}]", values)
+            return
+        if isinstance(expected, dict):
+            if not isinstance(got, dict):
+                raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a dict with keys {sorted(expected)}")
+            if set(got) != set(expected):
+                missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
+                raise CheckFailed(f"{what}\n  keys: missing {missing}, unexpected {extra}")
+            for key, want in expected.items():
+                self.same(got[key], want, f"{what}  [{key!r}]", values)
             return
         if isinstance(expected, torch.Tensor):
             self._same_tensor(got, expected, what, values)
             return
-        if values and got != expected:
-            raise CheckFailed(f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}")
+        if isinstance(expected, float) and isinstance(got, int | float) and not isinstance(got, bool):
+            rtol, atol = TOLERANCE[torch.float64]
+            both_nan = math.isnan(expected) and math.isnan(got)
+            if not values or both_nan or abs(got - expected) <= atol + rtol * abs(expected):
+                return
+        elif not values or (got == expected and type(got) is type(expected)):
+            return
+        raise CheckFailed(f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}")
 
     def _same_tensor(self, got, expected: torch.Tensor, what: str, values: bool = True) -> None:
         if not isinstance(got, torch.Tensor):
