@@ -21,14 +21,27 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 MISCONCEPTION_TARGETS = [(kata.slug, f"misconception:{item.id}") for kata in KATAS for item in kata.misconceptions]
 
 
+class Grades:
+    """Grading results, computed per kata on first use (all its targets at once, in parallel)."""
+
+    def __init__(self):
+        self.results = {}
+
+    def __getitem__(self, job):
+        slug = job[0]
+        if job not in self.results:
+            kata = next(kata for kata in KATAS if kata.slug == slug)
+            targets = ["reference", "template"] + [f"misconception:{item.id}" for item in kata.misconceptions]
+            with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+                for target, result in zip(targets, pool.map(lambda t: grade(kata, t, timeout=30), targets)):
+                    self.results[(slug, target)] = result
+        return self.results[job]
+
+
 @pytest.fixture(scope="module")
 def graded():
-    """Every (kata, target) graded once, two at a time: {(slug, target): GradeResult}."""
-    jobs = [(kata.slug, target) for kata in KATAS for target in ("reference", "template")] + MISCONCEPTION_TARGETS
-    by_slug = {kata.slug: kata for kata in KATAS}
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        results = pool.map(lambda job: grade(by_slug[job[0]], job[1], timeout=30), jobs)
-        return dict(zip(jobs, results))
+    """{(slug, target): GradeResult}, graded lazily: `-k SLUG` grades only that kata."""
+    return Grades()
 
 
 @pytest.mark.parametrize("slug", SLUGS)
