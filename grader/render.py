@@ -118,7 +118,9 @@ def template_source(source: str, steps: dict[int, tuple[str, list[str]]], header
     """Blank every marked step of `source`.
 
     `steps` maps a TODO number to (title, guidance lines); `header` is comment text put on top.
-    Each region becomes its title, its guidance as comments, and `raise NotImplementedError`.
+    Each region becomes its title and its guidance as comments; inside a function it also
+    becomes `raise NotImplementedError`. A module-level region (data the learner fills in, such
+    as an answers dict) is left blank, so the file still loads; its checks report what is missing.
     """
     lines = source.splitlines()
     out = [f"# {text}".rstrip() for text in header]
@@ -131,7 +133,8 @@ def template_source(source: str, steps: dict[int, tuple[str, list[str]]], header
         out.extend(lines[cursor : region.start])
         out.append(f"{pad}# TODO {region.number}: {title}")
         out.extend(f"{pad}#   {text}".rstrip() for text in guidance)
-        out.append(f"{pad}raise NotImplementedError({f'TODO {region.number}: {title}'!r})")
+        if pad:  # inside a function: the call stops here until the step is written
+            out.append(f"{pad}raise NotImplementedError({f'TODO {region.number}: {title}'!r})")
         cursor = region.end + 1
     out.extend(lines[cursor:])
     return "\n".join(out).rstrip() + "\n"
