@@ -7,7 +7,11 @@ For candidate i with valid response tokens t (response_mask[i, t] is True):
     s_{i,t}    = min(rho * A_i, clip(rho, 1 - clip_range, 1 + clip_range) * A_i)
     kl_{i,t}   = exp(logp_ref - logp_new) - (logp_ref - logp_new) - 1     (k3 estimate of KL(new || ref))
     l_{i,t}    = -s_{i,t} + beta * kl_{i,t}                      the KL term only when beta > 0 and ref given
-    L          = mean_i [ sum_t mask[i,t] * l_{i,t} / sum_t mask[i,t] ]
+    L          = mean_i [ sum_t mask[i,t] * l_{i,t} / sum_t mask[i,t] ]     loss_type="grpo" (default)
+
+TRL's other aggregations (`loss_type`):
+    "bnpo"     L = sum_{i,t} mask * l / sum_{i,t} mask       a token mean over the whole batch
+    "dr_grpo"  L = sum_{i,t} mask * l / (B * T)              a fixed divisor: T = max completion length
 
 Conventions (lesson 000, Steps 2 and 4):
 - Each response is averaged over its own valid tokens first; then every candidate weighs the same,
@@ -16,6 +20,8 @@ Conventions (lesson 000, Steps 2 and 4):
 - The old (sampling) policy and the reference policy are fixed snapshots: neither receives a
   gradient. The advantages are constants too.
 - The k3 term is non-negative, so adding it never lowers the loss.
+- "dr_grpo" divides by B * T where T is the width of the log-prob tensors: pad them to TRL's
+  max_completion_length to get TRL's number exactly.
 
 Shapes: log-probs (B, T) float, rewards and group_ids (B,), response_mask (B, T) bool.
 Returns (loss, advantages): a scalar and (B,).
@@ -26,6 +32,8 @@ import math
 import torch
 
 from reference.group_advantages import compute_group_advantages  # kata: include
+
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo")
 
 
 def compute_grpo_loss(
@@ -38,6 +46,7 @@ def compute_grpo_loss(
     eps=1e-6,
     log_probs_ref=None,
     beta=0.0,
+    loss_type="grpo",
 ):
     """Clipped GRPO surrogate with an optional k3 penalty towards a reference policy.
 
@@ -52,6 +61,8 @@ def compute_grpo_loss(
         eps: floor of each group's std (see compute_group_advantages).
         log_probs_ref: optional (B, T) log-probs under the frozen reference policy.
         beta: non-negative finite weight of the KL penalty; 0 disables it.
+        loss_type: how token losses become one number: "grpo" (per response, then per
+            candidate), "bnpo" (token mean over the batch) or "dr_grpo" (sum / (B * T)).
 
     Returns:
         (loss, advantages): scalar loss, and the (B,) advantages it used.
@@ -79,6 +90,8 @@ def compute_grpo_loss(
         raise ValueError("response_mask must be a bool tensor of the shape of log_probs_new")
     if not response_mask.any(dim=-1).all():
         raise ValueError("every response needs at least one valid token in response_mask")
+    if loss_type not in LOSS_TYPES:
+        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, not {loss_type!r}")
 
     advantages = compute_group_advantages(rewards, group_ids, eps=eps)  # (B,)
 
@@ -100,7 +113,14 @@ def compute_grpo_loss(
 
     # TODO 4: average each response over its own valid tokens, then weigh candidates equally
     token_counts = response_mask.sum(dim=-1)  # (B,)
-    per_candidate = per_token_loss.masked_fill(~response_mask, 0.0).sum(dim=-1) / token_counts  # (B,)
-    loss = per_candidate.mean()  # ()
+    token_sums = per_token_loss.masked_fill(~response_mask, 0.0).sum(dim=-1)  # (B,)
+    loss = (token_sums / token_counts).mean()  # ()
     # END TODO 4
+
+    # TODO 5: TRL's other aggregations: a token mean over the batch, or a fixed divisor
+    if loss_type == "bnpo":
+        loss = token_sums.sum() / token_counts.sum()  # every valid token weighs the same
+    elif loss_type == "dr_grpo":
+        loss = token_sums.sum() / response_mask.numel()  # B * T, whatever the lengths
+    # END TODO 5
     return loss, advantages

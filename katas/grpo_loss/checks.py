@@ -238,6 +238,62 @@ def test_dtype_follows_inputs(expect):
     expect.matches_reference(FN, *args, **options)
 
 
+# -- TODO 5: TRL's loss_type ---------------------------------------------------------------------
+
+
+@pytest.mark.todo(5)
+@pytest.mark.parametrize("loss_type", ["bnpo", "dr_grpo"])
+def test_other_aggregations_match_reference(expect, loss_type):
+    """bnpo and dr_grpo: loss and gradient match the reference on ragged masks with KL
+
+    zh: bnpo 与 dr_grpo：在带 KL 的不等长 mask 上，损失与梯度和参考答案一致
+    """
+    args, options = loss_args(random_batch(10, groups=3, size=4, length=8), beta=0.05, loss_type=loss_type)
+    expect.matches_reference(FN, *args, **options)
+    expect.gradients_match_reference(FN, *args, wrt=("log_probs_new",), pick=LOSS, **options)
+
+
+@pytest.mark.todo(5)
+def test_three_aggregations_weigh_lengths_differently(expect):
+    """On the lesson's 2-candidate fixture grpo, bnpo and dr_grpo give 0, 1/3 and 1/4
+
+    zh: 在课文两个候选的样例上，grpo、bnpo 与 dr_grpo 分别得到 0、1/3 与 1/4
+    """
+    new = torch.zeros(2, 2)
+    mask = torch.tensor([[True, True], [True, False]])
+    args = (new, new.clone(), torch.tensor([0.0, 2.0]), torch.tensor([0, 0]), mask)
+    got = {
+        kind: expect.shaped_like_reference(FN, *args, loss_type=kind)[0].item() for kind in ("grpo", "bnpo", "dr_grpo")
+    }
+    want = {"grpo": 0.0, "bnpo": 1 / 3, "dr_grpo": 0.25}
+    if any(abs(got[kind] - want[kind]) > 1e-6 for kind in want):
+        shown = ", ".join(f"{kind} {got[kind]:.6f} (expected {want[kind]:.6f})" for kind in want)
+        raise AssertionError(f"losses by loss_type: {shown}")
+
+
+@pytest.mark.todo(5)
+def test_dr_grpo_divides_by_a_fixed_length(expect):
+    """dr_grpo divides by B * T: padding every response to twice the width halves the loss
+
+    zh: dr_grpo 除以 B * T：把每条回答的填充宽度加倍，损失减半
+    """
+    new, old, _, rewards, group_ids, mask = random_batch(11)
+    narrow = expect.shaped_like_reference(FN, new, old, rewards, group_ids, mask, loss_type="dr_grpo")[0].item()
+    pad = torch.zeros_like(new)
+    wide_args = (
+        torch.cat([new, pad], 1),
+        torch.cat([old, pad], 1),
+        rewards,
+        group_ids,
+        torch.cat([mask, pad.bool()], 1),
+    )
+    wide = expect.call(FN, *wide_args, loss_type="dr_grpo")[0].item()
+    if abs(wide - narrow / 2) > 1e-6:
+        raise AssertionError(
+            f"dr_grpo loss at width T is {narrow:.6f}, at width 2T {wide:.6f}; expected {narrow / 2:.6f}"
+        )
+
+
 def test_rejects_inputs_outside_the_contract(expect):
     """Accepts valid input; rejects every bad input the lesson lists with ValueError
 
@@ -268,6 +324,7 @@ def test_rejects_inputs_outside_the_contract(expect):
         ("a NaN log-prob", (with_nan, old, rewards, group_ids, mask), {}),
         ("an infinite old log-prob", (new, old.clone().fill_(-inf), rewards, group_ids, mask), {}),
         ("a NaN reference log-prob", (new, old, rewards, group_ids, mask), {"log_probs_ref": with_nan, "beta": 0.1}),
+        ("an unknown loss_type", (new, old, rewards, group_ids, mask), {"loss_type": "dapo"}),
     ]
     for why, args, kwargs in bad:
         expect.raises_value_error(why, FN, *args, **kwargs)
