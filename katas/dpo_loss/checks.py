@@ -1,0 +1,302 @@
+"""Checks for dpo_loss (TODOs 1-3) and implicit_rewards (TODO 4).
+
+Fixtures: the lesson's four-pair batch (margins h = [0.97, -0.06, 0.01, 1.93]), seeded random
+pairs whose margins spread over roughly -20..20 so that beta * h falls on both sides of 0 and of 1
+(the hinge's knee) and far from IPO's targets 1 / (2 beta) and 1 / beta, and hand-built pairs with
+margins of exactly 0, 2 and +/-1e4 for the mechanisms.
+"""
+
+import math
+
+import pytest
+import torch
+
+FN = "dpo_loss"
+REWARDS = "implicit_rewards"
+ARGS = ("policy_chosen_logp", "policy_rejected_logp", "ref_chosen_logp", "ref_rejected_logp")
+POLICY = ARGS[:2]
+
+
+def lesson_batch():
+    """The lesson's sequence-level log-probs: (policy chosen, policy rejected, ref chosen, ref rejected)."""
+    return (
+        torch.tensor([-23.41, -9.85, -17.62, -12.07]),
+        torch.tensor([-25.30, -8.71, -16.94, -13.85]),
+        torch.tensor([-22.96, -10.12, -17.40, -12.45]),
+        torch.tensor([-23.88, -9.04, -16.71, -12.30]),
+    )
+
+
+def random_pairs(seed: int, batch: int = 6, dtype=torch.float32):
+    """Seeded sequence-level log-probs; the policy sits a few nats away from the reference."""
+    generator = torch.Generator().manual_seed(seed)
+    draw = lambda: torch.randn(batch, generator=generator, dtype=torch.float64)  # noqa: E731
+    ref_chosen, ref_rejected = -(draw().abs() * 20 + 5), -(draw().abs() * 20 + 5)
+    policy_chosen, policy_rejected = ref_chosen + 4 * draw(), ref_rejected + 4 * draw()
+    return tuple(t.to(dtype) for t in (policy_chosen, policy_rejected, ref_chosen, ref_rejected))
+
+
+def margins(batch):
+    """h = (policy chosen - ref chosen) - (policy rejected - ref rejected), in float64."""
+    pc, pr, rc, rr = (t.double() for t in batch)
+    return (pc - rc) - (pr - rr)
+
+
+# -- TODO 1: the margin --------------------------------------------------------------------------
+
+
+@pytest.mark.todo(1)
+def test_matches_the_lesson_batch(expect):
+    """The lesson's batch gives the reference's loss, 0.6590 at beta = 0.1
+
+    zh: 课文的批次得到与参考答案相同的损失，beta = 0.1 时为 0.6590
+    """
+    loss = expect.matches_reference(FN, *lesson_batch(), beta=0.1).item()
+    if abs(loss - 0.658979) > 1e-5:
+        raise AssertionError(f"{FN}(lesson batch, beta=0.1) = {loss:.6f}, expected 0.658979")
+
+
+@pytest.mark.todo(1)
+def test_swapping_chosen_and_rejected_flips_the_margin(expect):
+    """Exchanging chosen and rejected negates h: loss(swapped) - loss = mean(beta * h)
+
+    zh: 交换 chosen 与 rejected 会使 h 变号：loss(交换后) - loss = mean(beta * h)
+    """
+    batch = random_pairs(10)
+    pc, pr, rc, rr = batch
+    loss = expect.shaped_like_reference(FN, *batch, beta=0.5).item()
+    swapped = expect.call(FN, pr, pc, rr, rc, beta=0.5).item()
+    # -log sigmoid(-x) - (-log sigmoid(x)) = x, so the difference of the two losses is mean(beta * h)
+    expected = (0.5 * margins(batch)).mean().item()
+    if abs((swapped - loss) - expected) > 1e-4:
+        raise AssertionError(
+            f"{FN}(random pairs, beta=0.5): loss {loss:.5f}, with chosen and rejected exchanged {swapped:.5f};"
+            f" their difference should be mean(beta * h) = {expected:.5f}, got {swapped - loss:.5f}"
+        )
+
+
+@pytest.mark.todo(1)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_loss_and_gradients_match_reference(expect, seed):
+    """Loss and gradients match the reference; the reference log-probs get none
+
+    zh: 损失与梯度和参考答案一致；参考模型的对数概率不接收梯度
+    """
+    batch = random_pairs(seed)
+    expect.matches_reference(FN, *batch, beta=0.1)
+    expect.gradients_match_reference(FN, *batch, beta=0.1, wrt=ARGS)
+
+
+@pytest.mark.todo(1)
+def test_reference_log_probs_receive_no_gradient(expect):
+    """The reference model is frozen: no gradient reaches its log-probs, even when they require grad
+
+    zh: 参考模型是冻结的：即使其对数概率 requires_grad，梯度也不会传到它们
+    """
+    expect.gradients_match_reference(FN, *lesson_batch(), wrt=ARGS[2:])
+
+
+# -- TODO 2: the sigmoid loss ----------------------------------------------------------------------
+
+
+@pytest.mark.todo(2)
+@pytest.mark.parametrize(("seed", "beta"), [(2, 0.1), (3, 0.5)])
+def test_sigmoid_loss_matches_reference_on_random_pairs(expect, seed, beta):
+    """The sigmoid loss and its gradients match the reference on seeded random pairs
+
+    zh: 在随机偏好对上，sigmoid 损失及其梯度与参考答案一致
+    """
+    batch = random_pairs(seed)
+    expect.matches_reference(FN, *batch, beta=beta, loss_type="sigmoid")
+    expect.gradients_match_reference(FN, *batch, beta=beta, loss_type="sigmoid", wrt=POLICY)
+
+
+@pytest.mark.todo(2)
+def test_loss_is_log_2_when_the_policy_equals_the_reference(expect):
+    """With policy == reference every margin is 0 and the loss is log 2, whatever beta
+
+    zh: 策略等于参考模型时所有间隔为 0，损失为 log 2，与 beta 无关
+    """
+    pc, pr, _, _ = random_pairs(4)
+    for beta in (0.1, 2.0):
+        loss = expect.shaped_like_reference(FN, pc, pr, pc.clone(), pr.clone(), beta=beta).item()
+        if abs(loss - math.log(2)) > 1e-5:
+            raise AssertionError(
+                f"{FN}(policy == reference, beta={beta}) = {loss:.6f}; with h = 0 it must be log 2 = 0.693147"
+            )
+
+
+@pytest.mark.todo(2)
+def test_stable_at_huge_margins(expect):
+    """Finite loss and gradient at margins h = +1e4 and -1e4 (log-sigmoid, not log of sigmoid)
+
+    zh: 在间隔 h = +1e4 与 -1e4 处，损失与梯度都有限（用 log-sigmoid，而不是对 sigmoid 取 log）
+    """
+    batch = (
+        torch.tensor([-1.0, -10001.0]),
+        torch.tensor([-10001.0, -1.0]),
+        torch.tensor([-5.0, -5.0]),
+        torch.tensor([-5.0, -5.0]),
+    )
+    loss, grads = expect.gradients(FN, *batch, beta=0.1, wrt=POLICY)
+    where = f"{FN}(pairs with h = +1e4 and -1e4, beta=0.1)"
+    if not math.isfinite(loss):
+        raise AssertionError(f"{where}: the loss is {loss}, expected a finite 500.0")
+    for name in POLICY:
+        gradient = grads[name]
+        if gradient is None or not bool(torch.isfinite(gradient).all()):
+            raise AssertionError(f"{where}: the gradient with respect to {name} is not finite")
+    expect.matches_reference(FN, *batch, beta=0.1)
+    expect.gradients_match_reference(FN, *batch, beta=0.1, wrt=POLICY)
+
+
+@pytest.mark.todo(2)
+def test_loss_is_a_mean_over_pairs(expect):
+    """The loss is the batch mean: repeating the batch leaves it unchanged
+
+    zh: 损失是批次均值：把批次重复一遍，损失不变
+    """
+    batch = random_pairs(5)
+    once = expect.shaped_like_reference(FN, *batch).item()
+    twice = expect.call(FN, *(torch.cat([t, t]) for t in batch)).item()
+    if abs(twice - once) > 1e-5 * max(1.0, abs(once)):
+        raise AssertionError(
+            f"{FN}(random pairs): loss {once:.5f} for the batch but {twice:.5f} for the batch repeated twice;"
+            " a mean over pairs does not depend on the batch size"
+        )
+
+
+@pytest.mark.todo(2)
+def test_dtype_follows_inputs(expect):
+    """float64 log-probs give a float64 loss
+
+    zh: float64 对数概率得到 float64 损失
+    """
+    expect.matches_reference(FN, *random_pairs(6, dtype=torch.float64), beta=0.3)
+
+
+# -- TODO 3: hinge and IPO -------------------------------------------------------------------------
+
+
+@pytest.mark.todo(3)
+@pytest.mark.parametrize("loss_type", ["hinge", "ipo"])
+@pytest.mark.parametrize(("seed", "beta"), [(7, 0.5), (8, 0.1)])
+def test_variant_matches_reference_on_random_pairs(expect, loss_type, seed, beta):
+    """The hinge and IPO losses and their gradients match the reference
+
+    zh: hinge 与 IPO 损失及其梯度和参考答案一致
+    """
+    batch = random_pairs(seed)
+    expect.matches_reference(FN, *batch, beta=beta, loss_type=loss_type)
+    expect.gradients_match_reference(FN, *batch, beta=beta, loss_type=loss_type, wrt=ARGS)
+
+
+@pytest.mark.todo(3)
+def test_hinge_is_flat_once_beta_h_reaches_1(expect):
+    """Hinge: a pair with beta * h = 1.5 costs 0 and gets no gradient; beta * h = 0.5 costs 0.5
+
+    zh: hinge：beta * h = 1.5 的偏好对损失为 0 且无梯度；beta * h = 0.5 的损失为 0.5
+    """
+    for h, expected in ((3.0, 0.0), (1.0, 0.5)):
+        batch = (torch.tensor([-2.0 + h]), torch.tensor([-2.0]), torch.tensor([-2.0]), torch.tensor([-2.0]))
+        loss, grads = expect.gradients(FN, *batch, beta=0.5, loss_type="hinge", wrt=POLICY[:1])
+        gradient = 0.0 if grads[POLICY[0]] is None else grads[POLICY[0]].item()
+        expected_gradient = -0.5 if expected > 0 else 0.0
+        if abs(loss - expected) > 1e-6 or abs(gradient - expected_gradient) > 1e-6:
+            raise AssertionError(
+                f"{FN}(one pair with h = {h:.1f}, beta=0.5, loss_type='hinge'): loss {loss:.4f} and"
+                f" d loss / d policy_chosen_logp {gradient:.4f}; expected {expected:.4f} and {expected_gradient:.4f}"
+            )
+
+
+@pytest.mark.todo(3)
+def test_ipo_is_zero_at_its_target(expect):
+    """IPO: the loss and its gradient are 0 exactly when h = 1 / (2 beta)
+
+    zh: IPO：当 h = 1 / (2 beta) 时，损失及其梯度恰好为 0
+    """
+    batch = (torch.tensor([-3.0]), torch.tensor([-5.0]), torch.tensor([0.0]), torch.tensor([0.0]))  # h = 2
+    loss, grads = expect.gradients(FN, *batch, beta=0.25, loss_type="ipo", wrt=POLICY[:1])
+    gradient = 0.0 if grads[POLICY[0]] is None else grads[POLICY[0]].item()
+    if abs(loss) > 1e-6 or abs(gradient) > 1e-6:
+        raise AssertionError(
+            f"{FN}(one pair with h = 2, beta=0.25, loss_type='ipo'): loss {loss:.4f}, gradient {gradient:.4f};"
+            " the target 1 / (2 beta) is 2 here, so both should be 0"
+        )
+
+
+# -- TODO 4: implicit rewards -----------------------------------------------------------------------
+
+
+@pytest.mark.todo(4)
+@pytest.mark.parametrize("beta", [0.1, 0.5])
+def test_implicit_rewards_match_reference(expect, beta):
+    """Implicit rewards equal beta * (policy - reference) for chosen and rejected
+
+    zh: 隐式奖励等于 beta * (策略 - 参考)，chosen 与 rejected 各一份
+    """
+    expect.matches_reference(REWARDS, *random_pairs(9), beta=beta)
+    expect.matches_reference(REWARDS, *lesson_batch())
+
+
+@pytest.mark.todo(4)
+def test_implicit_rewards_are_detached(expect):
+    """The rewards are for logging: they carry no graph, even when the policy log-probs require grad
+
+    zh: 奖励只用于日志：即使策略对数概率 requires_grad，它们也不带计算图
+    """
+    pc, pr, rc, rr = lesson_batch()
+    rewards = expect.call(REWARDS, pc.requires_grad_(), pr.requires_grad_(), rc, rr)
+    expect.same(rewards, expect.reference_call(REWARDS, pc, pr, rc, rr), f"{REWARDS}(lesson batch)")
+    for name, reward in zip(("chosen_rewards", "rejected_rewards"), rewards):
+        if reward.requires_grad or reward.grad_fn is not None:
+            raise AssertionError(f"{REWARDS}(lesson batch): {name} is still attached to the graph; detach it")
+
+
+@pytest.mark.todo(4)
+def test_reward_margin_is_beta_h(expect):
+    """chosen_rewards - rejected_rewards is beta * h, the argument of the sigmoid loss
+
+    zh: chosen_rewards - rejected_rewards 等于 beta * h，即 sigmoid 损失的自变量
+    """
+    batch = random_pairs(11)
+    chosen, rejected = expect.shaped_like_reference(REWARDS, *batch, beta=0.2)
+    got = (chosen - rejected).double()
+    expected = 0.2 * margins(batch)
+    worst = (got - expected).abs().max().item()
+    if worst > 1e-4:
+        raise AssertionError(
+            f"{REWARDS}(random pairs, beta=0.2): chosen - rejected differs from beta * h by up to {worst:.4f}"
+        )
+
+
+def test_rejects_inputs_outside_the_contract(expect):
+    """Accepts valid input; rejects bad shapes, empty or non-finite log-probs, bad beta and loss_type
+
+    zh: 接受合法输入；对错误形状、空或非有限的对数概率、非法 beta 与 loss_type 抛出 ValueError
+    """
+    pc, pr, rc, rr = lesson_batch()
+    expect.matches_reference(FN, pc, pr, rc, rr, beta=0.1, loss_type="ipo")
+    expect.matches_reference(REWARDS, pc, pr, rc, rr, beta=0.1)
+    nan, inf = float("nan"), float("inf")
+    with_nan, with_inf = pc.clone(), rr.clone()
+    with_nan[1] = nan
+    with_inf[2] = -inf
+    bad = [
+        ("shapes differ", (pc, pr[:-1], rc, rr), {}),
+        ("a reference of another shape", (pc, pr, rc, rr[:-1]), {}),
+        ("2-D log-probs", tuple(t.reshape(2, 2) for t in (pc, pr, rc, rr)), {}),
+        ("0-D log-probs", tuple(t[0] for t in (pc, pr, rc, rr)), {}),
+        ("an empty batch", tuple(t[:0] for t in (pc, pr, rc, rr)), {}),
+        ("a NaN policy log-prob", (with_nan, pr, rc, rr), {}),
+        ("an infinite reference log-prob", (pc, pr, rc, with_inf), {}),
+        ("beta = 0", (pc, pr, rc, rr), {"beta": 0.0}),
+        ("beta < 0", (pc, pr, rc, rr), {"beta": -0.1}),
+        ("beta is NaN", (pc, pr, rc, rr), {"beta": nan}),
+        ("beta is infinite", (pc, pr, rc, rr), {"beta": inf}),
+    ]
+    for why, args, kwargs in bad:
+        expect.raises_value_error(why, FN, *args, **kwargs)
+        expect.raises_value_error(why, REWARDS, *args, **kwargs)
+    for loss_type in ("dpo", "SIGMOID", "kto"):
+        expect.raises_value_error("an unknown loss_type", FN, pc, pr, rc, rr, loss_type=loss_type)
