@@ -1,0 +1,404 @@
+"""Checks for k1_kl, k2_kl, k3_kl (TODOs 1-3) and masked_mean (TODO 4).
+
+Fixtures: seeded random log-probs with log ratios on both sides of 0; a grid of log ratios out to
++/-50; 200,000 tokens drawn (seeded) from a 5-way categorical policy p, scored under a nearby and
+a distant reference q, so the estimators' sample means can be held against the exact KL(p || q)
+within 5 standard errors; ragged masks whose rows have different lengths.
+"""
+
+import math
+
+import pytest
+import torch
+
+SAMPLES = 200_000
+Z = 5.0  # tolerance of the Monte-Carlo checks, in standard errors of the sample mean
+P = torch.tensor([0.4, 0.25, 0.2, 0.1, 0.05], dtype=torch.float64)  # the policy
+Q = {
+    "near": torch.tensor([0.35, 0.25, 0.2, 0.12, 0.08], dtype=torch.float64),
+    "far": torch.tensor([0.1, 0.15, 0.2, 0.25, 0.3], dtype=torch.float64),
+}
+
+
+def random_log_probs(seed: int, shape=(4, 6), dtype=torch.float32):
+    """Seeded (new_logp, ref_logp): negative log-probs, log ratios of either sign up to ~2."""
+    generator = torch.Generator().manual_seed(seed)
+    new = -torch.rand(shape, generator=generator, dtype=torch.float64) * 3 - 0.05
+    ref = new + 0.7 * torch.randn(shape, generator=generator, dtype=torch.float64)
+    return new.to(dtype), ref.to(dtype)
+
+
+def policy_samples(q_name: str, seed: int = 0):
+    """SAMPLES tokens drawn from P: their log-probs under P (new) and under Q[q_name] (ref)."""
+    generator = torch.Generator().manual_seed(seed)
+    tokens = torch.multinomial(P, SAMPLES, replacement=True, generator=generator)
+    return P.log()[tokens], Q[q_name].log()[tokens]
+
+
+def exact_kl(q_name: str) -> float:
+    """KL(P || Q) summed over the 5 outcomes."""
+    return float((P * (P / Q[q_name]).log()).sum())
+
+
+def mean_and_standard_error(values: torch.Tensor) -> tuple[float, float]:
+    values = values.detach().double().reshape(-1)
+    return values.mean().item(), values.std().item() / math.sqrt(values.numel())
+
+
+def weighted_sum(shape, seed: int):
+    """A pick that turns a per-token output into a scalar with seeded weights (so every position counts)."""
+    weights = torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) + 0.5
+    return lambda output: (output * weights.to(output.dtype)).sum()
+
+
+def assert_unbiased(expect, name: str, q_name: str) -> None:
+    new, ref = policy_samples(q_name)
+    mean, se = mean_and_standard_error(expect.shaped_like_reference(name, new, ref))
+    kl = exact_kl(q_name)
+    if not abs(mean - kl) <= Z * se:
+        raise AssertionError(
+            f"{name} over {SAMPLES} tokens drawn from p, reference q {q_name}: mean {mean:.5f}, "
+            f"but KL(p || q) = {kl:.5f}. The gap {abs(mean - kl):.5f} exceeds {Z:.0f} standard errors "
+            f"({Z * se:.5f}); an unbiased estimator lands inside that band."
+        )
+
+
+def ragged_batch(seed: int, rows: int = 4, length: int = 6, dtype=torch.float32):
+    """Seeded values and a bool mask whose rows keep different numbers of leading positions."""
+    generator = torch.Generator().manual_seed(seed)
+    values = torch.randn(rows, length, generator=generator, dtype=torch.float64).to(dtype) * 2 + 1
+    lengths = torch.tensor([length, 2, 1, 4][:rows])
+    mask = torch.arange(length) < lengths.unsqueeze(-1)  # (rows, length) bool
+    return values, mask
+
+
+# -- TODO 1: k1 ----------------------------------------------------------------------------------
+
+
+@pytest.mark.todo(1)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_k1_matches_reference(expect, seed):
+    """k1 matches the reference on seeded log-probs, 2-D and 3-D
+
+    zh: 在随机的二维与三维对数概率上，k1 与参考答案一致
+    """
+    expect.matches_reference("k1_kl", *random_log_probs(seed))
+    expect.matches_reference("k1_kl", *random_log_probs(seed + 10, shape=(2, 3, 5), dtype=torch.float64))
+
+
+@pytest.mark.todo(1)
+def test_k1_is_negative_where_the_reference_prefers_the_token(expect):
+    """k1 = new - ref is negative on tokens the reference likes more than the policy
+
+    zh: 在参考策略比当前策略更偏好的 token 上，k1 = new - ref 为负
+    """
+    new = torch.tensor([-2.0, -1.5, -0.7, -3.0])
+    ref = torch.tensor([-1.0, -0.5, -0.6, -0.1])
+    values = expect.shaped_like_reference("k1_kl", new, ref)
+    if not bool((values < 0).all()):
+        raise AssertionError(
+            f"k1_kl(new_logp={[round(v, 2) for v in new.tolist()]}, ref_logp={[round(v, 2) for v in ref.tolist()]}) "
+            f"= {[round(v, 4) for v in values.tolist()]}; every token here is more likely under the reference, "
+            "so k1 = new_logp - ref_logp must be negative on each: one sample of k1 can be below 0"
+        )
+    expect.matches_reference("k1_kl", new, ref)
+
+
+@pytest.mark.todo(1)
+@pytest.mark.parametrize("q_name", ["near", "far"])
+def test_k1_mean_is_the_kl(expect, q_name):
+    """k1 is unbiased: its mean over policy samples is KL(p || q) within 5 standard errors
+
+    zh: k1 无偏：在策略样本上的均值与 KL(p || q) 相差不超过 5 个标准误
+    """
+    assert_unbiased(expect, "k1_kl", q_name)
+
+
+@pytest.mark.todo(1)
+def test_k1_gradients_match_reference(expect):
+    """Gradients of k1 with respect to both log-probs match the reference
+
+    zh: k1 对两个对数概率的梯度与参考答案一致
+    """
+    new, ref = random_log_probs(2, dtype=torch.float64)
+    expect.gradients_match_reference("k1_kl", new, ref, wrt=("new_logp", "ref_logp"), pick=weighted_sum(new.shape, 3))
+
+
+# -- TODO 2: k2 ----------------------------------------------------------------------------------
+
+
+@pytest.mark.todo(2)
+@pytest.mark.parametrize("seed", [4, 5])
+def test_k2_matches_reference(expect, seed):
+    """k2 matches the reference on seeded log-probs, 2-D and 3-D
+
+    zh: 在随机的二维与三维对数概率上，k2 与参考答案一致
+    """
+    expect.matches_reference("k2_kl", *random_log_probs(seed))
+    expect.matches_reference("k2_kl", *random_log_probs(seed + 10, shape=(3, 2, 4), dtype=torch.float64))
+
+
+@pytest.mark.todo(2)
+def test_k2_is_half_the_squared_log_ratio(expect):
+    """k2 is d**2 / 2: a log ratio of 2 gives 2, of 1 gives 0.5, and both signs agree
+
+    zh: k2 是 d**2 / 2：对数比率为 2 时得 2，为 1 时得 0.5，正负号结果相同
+    """
+    new = torch.tensor([-1.0, -3.0, -1.0, -2.0, -0.5], dtype=torch.float64)
+    ref = torch.tensor([-3.0, -1.0, -2.0, -1.0, -0.5], dtype=torch.float64)
+    values = expect.shaped_like_reference("k2_kl", new, ref)
+    want = [2.0, 2.0, 0.5, 0.5, 0.0]
+    if any(abs(have - target) > 1e-12 for have, target in zip(values.tolist(), want)):
+        raise AssertionError(
+            f"k2_kl for log ratios d = ref - new = [-2, 2, -1, 1, 0] gave {[round(v, 4) for v in values.tolist()]}, "
+            f"expected {want}: k2 = d**2 / 2, never negative, the same for d and -d"
+        )
+
+
+@pytest.mark.todo(2)
+def test_k2_is_biased_for_a_distant_reference(expect):
+    """k2's mean is E_p[d**2 / 2], which misses KL(p || q) by far more than 5 standard errors
+
+    zh: k2 的均值是 E_p[d**2 / 2]，与 KL(p || q) 的差距远超 5 个标准误
+    """
+    new, ref = policy_samples("far")
+    mean, se = mean_and_standard_error(expect.shaped_like_reference("k2_kl", new, ref))
+    kl = exact_kl("far")
+    target = float((P * (Q["far"] / P).log().square() / 2).sum())
+    if not abs(mean - target) <= Z * se:
+        raise AssertionError(
+            f"k2_kl over {SAMPLES} tokens drawn from p, reference q far: mean {mean:.5f}; "
+            f"k2 = d**2 / 2 averages to E_p[d**2 / 2] = {target:.5f} (within {Z * se:.5f})"
+        )
+    if abs(mean - kl) <= Z * se:
+        raise AssertionError(
+            f"k2_kl: mean {mean:.5f} is within {Z * se:.5f} of KL(p || q) = {kl:.5f}; "
+            "for this distant q k2 should be visibly biased"
+        )
+
+
+@pytest.mark.todo(2)
+def test_k2_gradients_match_reference(expect):
+    """Gradients of k2 with respect to both log-probs match the reference
+
+    zh: k2 对两个对数概率的梯度与参考答案一致
+    """
+    new, ref = random_log_probs(6, dtype=torch.float64)
+    expect.gradients_match_reference("k2_kl", new, ref, wrt=("new_logp", "ref_logp"), pick=weighted_sum(new.shape, 7))
+
+
+# -- TODO 3: k3 ----------------------------------------------------------------------------------
+
+LOG_RATIOS = [-50.0, -20.0, -5.0, -1.0, -0.1, -0.01, 0.0, 0.01, 0.1, 1.0, 5.0, 20.0, 50.0]
+
+
+@pytest.mark.todo(3)
+@pytest.mark.parametrize("seed", [8, 9])
+def test_k3_matches_reference(expect, seed):
+    """k3 matches the reference on seeded log-probs, 2-D and 3-D
+
+    zh: 在随机的二维与三维对数概率上，k3 与参考答案一致
+    """
+    expect.matches_reference("k3_kl", *random_log_probs(seed))
+    expect.matches_reference("k3_kl", *random_log_probs(seed + 10, shape=(2, 2, 6), dtype=torch.float64))
+
+
+@pytest.mark.todo(3)
+def test_k3_is_exactly_zero_where_the_policies_agree(expect):
+    """Where ref_logp equals new_logp, k3 is exactly 0
+
+    zh: 当 ref_logp 等于 new_logp 时，k3 恰好为 0
+    """
+    new, _ = random_log_probs(11)
+    values = expect.shaped_like_reference("k3_kl", new, new.clone())
+    if not bool((values == 0).all()):
+        worst = values.abs().max().item()
+        raise AssertionError(
+            f"k3_kl(new_logp, ref_logp=new_logp) should be exactly 0 everywhere (d = 0: exp(0) - 0 - 1), "
+            f"but reaches {worst:.4g}"
+        )
+
+
+@pytest.mark.todo(3)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
+def test_k3_is_never_negative_even_for_large_log_ratios(expect, dtype):
+    """k3 >= 0 for log ratios from -50 to 50, and 0 only at d = 0
+
+    zh: 对数比率在 -50 到 50 之间时 k3 >= 0，且只在 d = 0 处为 0
+    """
+    d = torch.tensor(LOG_RATIOS, dtype=torch.float64)
+    new = torch.full_like(d, -60.0)
+    new, ref = new.to(dtype), (new + d).to(dtype)
+    values = expect.shaped_like_reference("k3_kl", new, ref)
+    bad = [(ratio, have) for ratio, have in zip(LOG_RATIOS, values.tolist()) if have < 0 or (have == 0) != (ratio == 0)]
+    if bad:
+        listed = ", ".join(f"d={ratio:g}: {have:.6g}" for ratio, have in bad)
+        raise AssertionError(
+            f"k3_kl must be > 0 wherever d = ref_logp - new_logp != 0 and 0 at d = 0, but got {listed}"
+        )
+    expect.matches_reference("k3_kl", new, ref)
+
+
+@pytest.mark.todo(3)
+@pytest.mark.parametrize("q_name", ["near", "far"])
+def test_k3_mean_is_the_kl(expect, q_name):
+    """k3 is unbiased: its mean over policy samples is KL(p || q) within 5 standard errors
+
+    zh: k3 无偏：在策略样本上的均值与 KL(p || q) 相差不超过 5 个标准误
+    """
+    assert_unbiased(expect, "k3_kl", q_name)
+
+
+@pytest.mark.todo(3)
+def test_k3_varies_less_than_k1_for_a_nearby_reference(expect):
+    """For a nearby reference, k3's spread across samples is a fraction of k1's
+
+    zh: 参考策略较接近时，k3 在样本间的波动只有 k1 的一小部分
+    """
+    new, ref = policy_samples("near")
+    k3_std = expect.shaped_like_reference("k3_kl", new, ref).detach().std().item()
+    k1_std = expect.reference_call("k1_kl", new, ref).std().item()
+    if not k3_std < 0.5 * k1_std:
+        raise AssertionError(
+            f"k3_kl over {SAMPLES} samples, reference q near: std {k3_std:.4f}, k1's is {k1_std:.4f}; "
+            "k3 = k1 + (r - 1) should cancel most of k1's noise (std below half of k1's)"
+        )
+
+
+@pytest.mark.todo(3)
+def test_k3_gradients_match_reference(expect):
+    """Gradients of k3 with respect to both log-probs match the reference
+
+    zh: k3 对两个对数概率的梯度与参考答案一致
+    """
+    new, ref = random_log_probs(12, dtype=torch.float64)
+    expect.gradients_match_reference("k3_kl", new, ref, wrt=("new_logp", "ref_logp"), pick=weighted_sum(new.shape, 13))
+
+
+@pytest.mark.todo(3)
+def test_k3_dtype_follows_inputs(expect):
+    """float64 inputs give float64, bfloat16 inputs give bfloat16
+
+    zh: float64 输入得到 float64，bfloat16 输入得到 bfloat16
+    """
+    expect.matches_reference("k3_kl", *random_log_probs(14, dtype=torch.float64))
+    expect.shaped_like_reference("k3_kl", *random_log_probs(15, dtype=torch.bfloat16))
+
+
+# -- TODO 4: masked_mean -------------------------------------------------------------------------
+
+
+@pytest.mark.todo(4)
+@pytest.mark.parametrize("seed", [20, 21])
+def test_masked_mean_over_everything_matches_reference(expect, seed):
+    """With dim=None, the mean over every selected element matches the reference
+
+    zh: dim=None 时，对所有被选中元素的均值与参考答案一致
+    """
+    expect.matches_reference("masked_mean", *ragged_batch(seed))
+
+
+@pytest.mark.todo(4)
+def test_masked_mean_along_a_dim_matches_reference(expect):
+    """With a dim, each slice is averaged over its own selected elements (dim=-1, 0, 1 of 3-D)
+
+    zh: 指定 dim 时，每个切片只在自身被选中的元素上求均值（dim=-1、0，以及三维的 1）
+    """
+    values, mask = ragged_batch(22)
+    expect.matches_reference("masked_mean", values, mask, dim=-1)
+    expect.matches_reference("masked_mean", values, mask, dim=0)
+    cube = torch.stack([values, values.flip(0) * 0.5 - 1])  # (2, 4, 6)
+    expect.matches_reference("masked_mean", cube, torch.stack([mask, mask.flip(0)]), dim=1)
+
+
+@pytest.mark.todo(4)
+def test_global_mean_weighs_every_token_the_same(expect):
+    """dim=None is a token mean: rows [1, 1, 1] and [5] give (1 + 1 + 1 + 5) / 4 = 2
+
+    zh: dim=None 是 token 均值：行 [1, 1, 1] 与 [5] 得到 (1 + 1 + 1 + 5) / 4 = 2
+    """
+    values = torch.tensor([[1.0, 1.0, 1.0], [5.0, 0.3, -7.0]])
+    mask = torch.tensor([[True, True, True], [True, False, False]])
+    got = expect.shaped_like_reference("masked_mean", values, mask).item()
+    if abs(got - 2.0) > 1e-6:
+        raise AssertionError(
+            f"masked_mean(values, mask) = {got:.4g} for selected rows [1, 1, 1] and [5]: "
+            "with dim=None every selected element weighs the same, (1 + 1 + 1 + 5) / 4 = 2 "
+            "(the mean of the row means would be 3, the mean over all 6 positions 1/3)"
+        )
+    rows = expect.matches_reference("masked_mean", values, mask, dim=-1)
+    if rows.tolist() != [1.0, 5.0]:
+        raise AssertionError(f"masked_mean(values, mask, dim=-1) = {rows.tolist()}, expected [1.0, 5.0]")
+
+
+@pytest.mark.todo(4)
+@pytest.mark.parametrize("dim", [None, -1], ids=["dim=None", "dim=-1"])
+def test_masked_positions_change_nothing(expect, dim):
+    """Unselected positions are ignored, even when they hold inf or NaN (padding)
+
+    zh: 未被选中的位置被忽略，即使其中是 inf 或 NaN（padding）
+    """
+    values, mask = ragged_batch(23)
+    before = expect.matches_reference("masked_mean", values, mask, dim=dim)
+    junk = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e6]).repeat(values.numel() // 4 + 1)
+    padded = torch.where(mask, values, junk[: values.numel()].reshape(values.shape))
+    after = expect.call("masked_mean", padded, mask, dim=dim)
+    expect.same(
+        after, before, f"masked_mean(values, mask, dim={dim}) after filling the unselected positions with inf/NaN"
+    )
+
+
+@pytest.mark.todo(4)
+def test_masked_mean_gradients_match_reference(expect):
+    """Each selected element gets 1 / (its slice's count) of the gradient; unselected ones get 0
+
+    zh: 每个被选中的元素获得 1 /（所在切片的计数）的梯度；未被选中的元素为 0
+    """
+    values, mask = ragged_batch(24, dtype=torch.float64)
+    expect.gradients_match_reference("masked_mean", values, mask, wrt=("values",))
+    expect.gradients_match_reference("masked_mean", values, mask, dim=-1, wrt=("values",), pick=weighted_sum((4,), 25))
+
+
+@pytest.mark.todo(4)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["float64", "bfloat16"])
+def test_masked_mean_dtype_follows_values(expect, dtype):
+    """The mean has the dtype of values (float64, bfloat16)
+
+    zh: 均值的 dtype 与 values 相同（float64、bfloat16）
+    """
+    values, mask = ragged_batch(26, dtype=dtype)
+    compare = expect.matches_reference if dtype == torch.float64 else expect.shaped_like_reference
+    compare("masked_mean", values, mask)
+    compare("masked_mean", values, mask, dim=-1)
+
+
+def test_rejects_inputs_outside_the_contract(expect):
+    """Accepts valid input; rejects mismatched shapes, non-finite log-probs and bad masks with ValueError
+
+    zh: 接受合法输入；对形状不匹配、非有限对数概率和非法掩码抛出 ValueError
+    """
+    new, ref = random_log_probs(30)
+    for name in ("k1_kl", "k2_kl", "k3_kl"):
+        expect.matches_reference(name, new, ref)
+    values, mask = ragged_batch(31)
+    expect.matches_reference("masked_mean", values, mask)
+    expect.matches_reference("masked_mean", values, mask, dim=-1)
+    with_nan, with_inf = new.clone(), ref.clone()
+    with_nan[1, 2] = float("nan")
+    with_inf[0, 0] = float("-inf")
+    for name in ("k1_kl", "k2_kl", "k3_kl"):
+        expect.raises_value_error("ref_logp has another shape", name, new, ref[:, :-1])
+        expect.raises_value_error("a NaN log-prob", name, with_nan, ref)
+        expect.raises_value_error("an infinite reference log-prob", name, new, with_inf)
+        expect.raises_value_error("integer log-probs", name, new.long(), ref.long())
+    empty_row = mask.clone()
+    empty_row[2] = False
+    bad = [
+        ("a float mask", (values, mask.float()), {}),
+        ("a mask of another shape", (values, mask[:, :-1]), {}),
+        ("a mask that selects nothing", (values, torch.zeros_like(mask)), {}),
+        ("a row with nothing selected, averaged along dim=-1", (values, empty_row), {"dim": -1}),
+        ("integer values", (values.long(), mask), {}),
+    ]
+    for why, args, kwargs in bad:
+        expect.raises_value_error(why, "masked_mean", *args, **kwargs)
