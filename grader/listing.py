@@ -40,14 +40,15 @@ def _next_command(rows: list[dict]) -> str | None:
     return None
 
 
-COLUMNS = ("#", "kata", "title", "difficulty", "status")
+COLUMNS = ("#", "kata", "title", "difficulty", "after", "status")
 
 
 def _cells(row: dict) -> list[str]:
     status, last = row["status"], row["last_check"]
     if status == "in progress" and last:
         status = f"{status} ({last['passed']}/{last['passed'] + last['failed']} checks)"
-    return [str(row["order"]), row["slug"], row["title"], row["difficulty"], status]
+    after = ", ".join(row["prerequisites"]) or "-"
+    return [str(row["order"]), row["slug"], row["title"], row["difficulty"], after, status]
 
 
 def _footer(listing: dict) -> str:

@@ -176,7 +176,7 @@ def test_list_shows_the_katas_in_learning_order_with_the_first_one_next(workspac
 
     assert run.status == 0
     lines = run.out.splitlines()
-    assert lines[0].split() == ["#", "kata", "title", "difficulty", "status"]
+    assert lines[0].split() == ["#", "kata", "title", "difficulty", "after", "status"]
     assert lines[1].split()[:2] == ["4", "group_advantages"]
     assert lines[2].split()[:2] == ["6", "grpo_loss"]
     assert lines[1].endswith("not started") and lines[2].endswith("not started")
