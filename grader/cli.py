@@ -282,6 +282,21 @@ def show(kata: Kata, lang: str | None) -> int:
 
 
 @cli.command()
+@click.argument("kata", type=SLUG)
+@lang_option
+def quiz(kata: Kata, lang: str | None) -> int:
+    """Ask the concept questions of KATA one by one; each answer is graded and explained."""
+    from grader import quiz as quizzes
+
+    if not quizzes.has_quiz(kata.slug):
+        others = ", ".join(k.slug for k in catalogue.all_katas() if quizzes.has_quiz(k.slug)) or "none yet"
+        errors.print(f"kata: {kata.slug} has no quiz questions (katas with a quiz: {others}).", style="warning")
+        return 1
+    result = quizzes.ask(quizzes.load_questions(kata.slug), pick_language(lang), console.input, console)
+    return 0 if result.perfect else 1
+
+
+@cli.command()
 @click.argument("kata", type=SLUG, required=False)
 @workspace_option
 @timeout_option

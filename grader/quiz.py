@@ -1,0 +1,238 @@
+"""Concept quizzes: the questions of a kata, graded one answer at a time.
+
+A quiz kata has `katas/<slug>/questions.toml`: one `[[question]]` per key of the `ANSWERS` dict
+in its reference, each with `key`, `todo`, `kind` ("choice" with `options`, lettered a, b, c, ...
+in order; or "number" with a `tolerance`), and `text` and `explanation` in en/zh. The right
+answers live only in the reference (`reference/<slug>.py`), which is read, never imported.
+
+- `load_questions(slug)` reads the questions and their right answers;
+- `parse_answer` turns typed text into an answer; `grade` says whether an answer is right, with the
+  question's explanation; `describe` shows an answer as "b) the option's text" or a number;
+- `ask(questions, lang, input_fn, console)` is the terminal loop of `kata quiz`.
+
+Pure Python: nothing here imports torch.
+"""
+
+import math
+import string
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from grader import render
+from grader.catalogue import KATAS_DIR, localized
+
+KINDS = ("choice", "number")
+
+PHRASES = {
+    "en": {
+        "question": "Question {i} of {n}",
+        "prompt_choice": "Your answer ({letters}): ",
+        "prompt_number": "Your answer (a number): ",
+        "not_an_option": "Please answer with one of {letters}.",
+        "not_a_number": "Please answer with a number, e.g. 0.25.",
+        "right": "✓ Right.",
+        "wrong": "✗ Not quite: you answered {answer}; the answer is {right}.",
+        "score": "Score: {right} of {n} right.",
+        "stopped": "Quiz stopped after {answered} of {n} questions: {right} right.",
+    },
+    "zh": {
+        "question": "第 {i} 题，共 {n} 题",
+        "prompt_choice": "你的答案（{letters}）：",
+        "prompt_number": "你的答案（一个数）：",
+        "not_an_option": "请用以下选项之一作答：{letters}。",
+        "not_a_number": "请填一个数，例如 0.25。",
+        "right": "✓ 回答正确。",
+        "wrong": "✗ 不对：你的答案是 {answer}；正确答案是 {right}。",
+        "score": "得分：{n} 题中答对 {right} 题。",
+        "stopped": "测验在第 {answered} 题后结束（共 {n} 题）：答对 {right} 题。",
+    },
+}
+
+
+class NoQuiz(LookupError):
+    """A kata without questions.toml."""
+
+
+class InvalidAnswer(ValueError):
+    """Typed text that is not an option letter (choice) or not a number (number)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    key: str
+    todo: int
+    kind: str  # "choice" or "number"
+    text: dict[str, str]
+    explanation: dict[str, str]
+    options: dict[str, list[str]]  # per language; empty for numbers
+    tolerance: float  # numbers only
+    answer: str | float  # the reference's: an option letter, or a number
+
+    @property
+    def letters(self) -> list[str]:
+        return list(string.ascii_lowercase[: len(self.options.get("en", []))])
+
+    @property
+    def decimals(self) -> int:
+        """Decimals a number is shown with: as many as the tolerance resolves (two answers
+        further apart than the tolerance never look the same)."""
+        return max(0, math.ceil(-math.log10(self.tolerance))) if self.tolerance > 0 else 6
+
+    def options_in(self, lang: str) -> list[str]:
+        """The option texts in `lang` (English when missing); [] for a number."""
+        return localized(self.options, lang) if self.options else []
+
+
+def has_quiz(slug: str) -> bool:
+    return (KATAS_DIR / slug / "questions.toml").is_file()
+
+
+def load_questions(slug: str) -> list[Question]:
+    """The questions of kata `slug` in file order, each with the reference's answer."""
+    path = KATAS_DIR / slug / "questions.toml"
+    if not path.is_file():
+        raise NoQuiz(f"{slug} has no quiz questions")
+    with path.open("rb") as handle:
+        entries = tomllib.load(handle).get("question", [])
+    answers = reference_answers(slug)
+    return [_question(entry, answers) for entry in entries]
+
+
+def reference_answers(slug: str) -> dict:
+    """The ANSWERS dict the reference of `slug` builds (its source is run, not imported)."""
+    namespace: dict = {"__name__": f"kata_answers_{slug}"}
+    exec(compile(render.solution_source(slug), f"<reference {slug}>", "exec"), namespace)
+    return dict(namespace.get("ANSWERS", {}))
+
+
+def _question(entry: dict, answers: dict) -> Question:
+    key = entry["key"]
+    if entry["kind"] not in KINDS:
+        raise ValueError(f"question {key}: kind must be one of {KINDS}, not {entry['kind']!r}")
+    if key not in answers:
+        raise ValueError(f"question {key}: the reference does not answer it")
+    return Question(
+        key=key,
+        todo=entry["todo"],
+        kind=entry["kind"],
+        text=entry["text"],
+        explanation=entry["explanation"],
+        options=entry.get("options", {}),
+        tolerance=float(entry.get("tolerance", 0.0)),
+        answer=answers[key],
+    )
+
+
+def parse_answer(question: Question, raw) -> str | float:
+    """The answer in `raw` (typed text, or a value from an ANSWERS dict), or InvalidAnswer."""
+    if question.kind == "choice":
+        letter = raw.strip().lower().rstrip(").").strip() if isinstance(raw, str) else None
+        if letter not in question.letters:
+            raise InvalidAnswer(f"{raw!r} is not one of {', '.join(question.letters)}")
+        return letter
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise InvalidAnswer(f"{raw!r} is not a number")
+    try:
+        value = float(raw.strip().replace(",", ".")) if isinstance(raw, str) else float(raw)
+    except ValueError:
+        raise InvalidAnswer(f"{raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise InvalidAnswer(f"{raw!r} is not a finite number")
+    return value
+
+
+def is_right(question: Question, answer) -> bool:
+    """Whether `answer` (typed or a value) is the reference's: the same letter, or within tolerance."""
+    try:
+        value = parse_answer(question, answer)
+    except InvalidAnswer:
+        return False
+    if question.kind == "choice":
+        return value == question.answer
+    return abs(value - float(question.answer)) <= question.tolerance
+
+
+def grade(question: Question, answer, lang: str = "en") -> tuple[bool, str]:
+    """(whether `answer` is right, the question's explanation in `lang`)."""
+    return is_right(question, answer), localized(question.explanation, lang)
+
+
+def describe(question: Question, answer, lang: str = "en") -> str:
+    """An answer as the learner should read it: 'b) <option text>', a number, or its repr."""
+    try:
+        value = parse_answer(question, answer)
+    except InvalidAnswer:
+        return repr(answer)
+    if question.kind == "choice":
+        return f"{value}) {question.options_in(lang)[question.letters.index(value)]}"
+    return f"{value:.{question.decimals}f}"
+
+
+@dataclass
+class QuizResult:
+    total: int
+    answered: int = 0
+    right: int = 0
+    stopped: bool = False  # the learner left early (EOF or Ctrl-C)
+
+    @property
+    def perfect(self) -> bool:
+        return self.right == self.total and not self.stopped
+
+
+def ask(questions: list[Question], lang: str, input_fn: Callable[[str], str], console) -> QuizResult:
+    """Ask each question, grade it at once and explain it; end with the score.
+
+    `input_fn(prompt)` returns one typed line (EOFError or KeyboardInterrupt end the quiz);
+    `console` is a rich Console. Text that is not an answer is asked again.
+    """
+    from rich.text import Text
+
+    result = QuizResult(total=len(questions))
+    say = PHRASES.get(lang, PHRASES["en"])
+    for number, question in enumerate(questions, start=1):
+        console.print(Text(say["question"].format(i=number, n=len(questions)) + f"  ({question.key})", style="todo"))
+        console.print(Text(localized(question.text, lang)))
+        for letter, option in zip(question.letters, question.options_in(lang)):
+            console.print(Text(f"  {letter}) {option}"))
+        try:
+            answer = _read_answer(question, say, input_fn, console)
+        except (EOFError, KeyboardInterrupt):
+            result.stopped = True
+            console.print()
+            console.print(
+                Text(
+                    say["stopped"].format(answered=result.answered, n=result.total, right=result.right), style="warning"
+                )
+            )
+            return result
+        right, explanation = grade(question, answer, lang)
+        result.answered += 1
+        result.right += right
+        if right:
+            console.print(Text(say["right"], style="passed"))
+        else:
+            verdict = say["wrong"].format(
+                answer=describe(question, answer, lang), right=describe(question, question.answer, lang)
+            )
+            console.print(Text(verdict, style="failed"))
+        console.print(Text(explanation, style="muted"))
+        console.print()
+    console.print(Text(say["score"].format(right=result.right, n=result.total), style="title"))
+    return result
+
+
+def _read_answer(question: Question, say: dict, input_fn: Callable[[str], str], console) -> str | float:
+    """One valid answer typed by the learner; an invalid one is asked again."""
+    from rich.text import Text
+
+    letters = ", ".join(question.letters)
+    prompt = say["prompt_choice"].format(letters=letters) if question.kind == "choice" else say["prompt_number"]
+    while True:
+        raw = input_fn(prompt)
+        try:
+            return parse_answer(question, raw)
+        except InvalidAnswer:
+            note = say["not_an_option"].format(letters=letters) if question.kind == "choice" else say["not_a_number"]
+            console.print(Text(note, style="warning"))

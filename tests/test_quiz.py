@@ -1,0 +1,260 @@
+"""`kata quiz` and grader.quiz: the questions of a concept kata, asked and graded one by one.
+
+The command runs in this process through click's `CliRunner`, with the typed answers given as
+`input=`; the pure functions are tested directly, the terminal loop with a rich Console that
+writes into a string.
+"""
+
+import io
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from grader import quiz
+from grader.catalogue import get_kata
+from grader.cli import cli, main
+
+SLUG = "concepts"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+QUESTIONS = quiz.load_questions(SLUG)
+
+
+@dataclass
+class Run:
+    status: int
+    out: str
+    err: str
+
+
+def kata_quiz(*args, typed: list[str]) -> Run:
+    """`kata quiz ARGS` with these lines typed at the prompts (then end of input)."""
+    text = "".join(f"{line}\n" for line in typed)
+    result = CliRunner().invoke(cli, ["quiz", *args], input=text, standalone_mode=False, catch_exceptions=False)
+    return Run(result.return_value, result.stdout, result.stderr)
+
+
+def right_answers() -> list[str]:
+    return [q.answer if q.kind == "choice" else f"{q.answer:.4f}" for q in QUESTIONS]
+
+
+def a_wrong_answer(question: quiz.Question) -> str:
+    if question.kind == "choice":
+        return next(letter for letter in question.letters if letter != question.answer)
+    return f"{question.answer + 10 * question.tolerance:.4f}"
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture(autouse=True)
+def english_wide_terminal(monkeypatch):
+    monkeypatch.setenv("KATA_LANG", "en")
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+# -- the questions ---------------------------------------------------------------------------------
+
+
+def test_every_question_has_a_valid_answer_in_the_reference():
+    assert 8 <= len(QUESTIONS) <= 12
+    assert len({q.key for q in QUESTIONS}) == len(QUESTIONS)
+    assert {q.key for q in QUESTIONS} == set(quiz.reference_answers(SLUG))
+    for question in QUESTIONS:
+        assert question.kind in quiz.KINDS
+        assert quiz.is_right(question, question.answer), question.key
+        assert question.text["en"] and CJK.search(question.text["zh"]), question.key
+        assert question.explanation["en"] and CJK.search(question.explanation["zh"]), question.key
+        if question.kind == "choice":
+            assert len(question.options["en"]) == len(question.options["zh"]) >= 2, question.key
+            assert question.answer in question.letters, question.key
+        else:
+            assert question.tolerance > 0 and not question.options, question.key
+
+
+def test_each_question_is_listed_under_its_todo_in_both_languages():
+    kata = get_kata(SLUG)
+    assert {q.todo for q in QUESTIONS} == {todo.number for todo in kata.todos}
+    for question in QUESTIONS:
+        for lang in ("en", "zh"):
+            guidance = "\n".join(kata.todo(question.todo).guidance[lang])
+            assert f'ANSWERS["{question.key}"]' in guidance, (question.key, lang)
+
+
+def test_a_kata_without_questions_has_no_quiz():
+    assert quiz.has_quiz(SLUG) and not quiz.has_quiz("group_advantages")
+    with pytest.raises(quiz.NoQuiz):
+        quiz.load_questions("group_advantages")
+
+
+# -- grading one answer ----------------------------------------------------------------------------
+
+
+def _question(kind: str) -> quiz.Question:
+    return next(q for q in QUESTIONS if q.kind == kind)
+
+
+def test_a_choice_is_graded_by_its_letter_in_any_case():
+    question = _question("choice")
+    for typed in (question.answer, question.answer.upper(), f" {question.answer}) "):
+        assert quiz.grade(question, typed) == (True, question.explanation["en"])
+    right, explanation = quiz.grade(question, a_wrong_answer(question), "zh")
+    assert not right and explanation == question.explanation["zh"]
+
+
+def test_a_number_is_graded_within_its_tolerance():
+    question = _question("number")
+    answer = float(question.answer)
+    assert quiz.is_right(question, answer + 0.9 * question.tolerance)
+    assert quiz.is_right(question, f"{answer - 0.9 * question.tolerance}")
+    assert not quiz.is_right(question, answer + 1.5 * question.tolerance)
+    assert not quiz.is_right(question, "not a number") and not quiz.is_right(question, True)
+
+
+@pytest.mark.parametrize(
+    ("kind", "typed"), [("choice", "z"), ("choice", ""), ("choice", 1), ("number", "abc"), ("number", "nan")]
+)
+def test_text_that_is_no_answer_is_refused(kind, typed):
+    with pytest.raises(quiz.InvalidAnswer):
+        quiz.parse_answer(_question(kind), typed)
+
+
+def test_answers_are_described_with_their_option_or_at_the_tolerance_precision():
+    choice, number = _question("choice"), _question("number")
+    assert (
+        quiz.describe(choice, choice.answer)
+        == f"{choice.answer}) {choice.options['en'][choice.letters.index(choice.answer)]}"
+    )
+    assert quiz.describe(choice, choice.answer, "zh").endswith(
+        choice.options["zh"][choice.letters.index(choice.answer)]
+    )
+    assert quiz.describe(number, number.answer) == f"{float(number.answer):.{number.decimals}f}"
+
+
+# -- the terminal loop -----------------------------------------------------------------------------
+
+
+def _ask(typed, lang="en") -> tuple[quiz.QuizResult, str]:
+    lines = iter(typed)
+
+    def input_fn(prompt: str) -> str:
+        item = next(lines)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    out = io.StringIO()
+    result = quiz.ask(QUESTIONS, lang, input_fn, Console(file=out, width=200))
+    return result, out.getvalue()
+
+
+def test_ask_grades_each_answer_at_once_and_ends_with_the_score():
+    typed = right_answers()
+    typed[0] = a_wrong_answer(QUESTIONS[0])
+    result, out = _ask(typed)
+    assert (result.total, result.answered, result.right, result.perfect) == (
+        len(QUESTIONS),
+        len(QUESTIONS),
+        len(QUESTIONS) - 1,
+        False,
+    )
+    first, second = out.index(QUESTIONS[0].text["en"]), out.index(QUESTIONS[1].text["en"])
+    assert "Not quite" in out[first:second] and flat(QUESTIONS[0].explanation["en"]) in flat(out[first:second])
+    assert out.rstrip().endswith(f"Score: {len(QUESTIONS) - 1} of {len(QUESTIONS)} right.")
+
+
+def test_ask_stops_cleanly_on_ctrl_c():
+    result, out = _ask(
+        [QUESTIONS[0].answer if QUESTIONS[0].kind == "choice" else str(QUESTIONS[0].answer), KeyboardInterrupt()]
+    )
+    assert result.stopped and result.answered == 1 and not result.perfect
+    assert f"Quiz stopped after 1 of {len(QUESTIONS)} questions" in out
+
+
+# -- kata quiz -------------------------------------------------------------------------------------
+
+
+def test_all_answers_right_exit_0_with_the_score():
+    run = kata_quiz(SLUG, typed=right_answers())
+
+    assert run.status == 0, run.out
+    assert f"Score: {len(QUESTIONS)} of {len(QUESTIONS)} right." in run.out
+    assert run.out.count("✓ Right.") == len(QUESTIONS) and "Not quite" not in run.out
+    for question in QUESTIONS:
+        assert flat(question.text["en"]) in flat(run.out)
+
+
+def test_a_wrong_answer_shows_the_right_one_and_why_and_exits_1():
+    question = next(q for q in QUESTIONS if q.key == "dpo_removes")
+    typed = right_answers()
+    typed[QUESTIONS.index(question)] = "a"
+
+    run = kata_quiz(SLUG, typed=typed)
+
+    assert run.status == 1
+    assert f"Score: {len(QUESTIONS) - 1} of {len(QUESTIONS)} right." in run.out
+    assert f"you answered a) {question.options['en'][0]}; the answer is b) {question.options['en'][1]}." in flat(
+        run.out
+    )
+    assert flat(question.explanation["en"]) in flat(run.out)
+
+
+def test_text_that_is_no_answer_is_asked_again():
+    run = kata_quiz(SLUG, typed=["not a number", *right_answers()])
+
+    assert run.status == 0
+    assert "Please answer with a number" in run.out
+
+
+def test_end_of_input_midway_ends_cleanly_with_status_1():
+    run = kata_quiz(SLUG, typed=right_answers()[:3])
+
+    assert run.status == 1
+    assert f"Quiz stopped after 3 of {len(QUESTIONS)} questions: 3 right." in run.out
+    assert "Traceback" not in run.out + run.err
+
+
+def test_a_kata_without_questions_is_refused_in_one_line():
+    run = kata_quiz("group_advantages", typed=[])
+
+    assert run.status == 1
+    assert run.out == ""
+    assert run.err.strip().splitlines() == [
+        f"kata: group_advantages has no quiz questions (katas with a quiz: {SLUG})."
+    ]
+
+
+def test_lang_zh_asks_in_chinese():
+    run = kata_quiz(SLUG, "--lang", "zh", typed=right_answers())
+
+    assert run.status == 0
+    assert "".join(QUESTIONS[0].text["zh"].split()) in "".join(run.out.split())
+    assert f"得分：{len(QUESTIONS)} 题中答对 {len(QUESTIONS)} 题。" in run.out
+    assert "Score" not in run.out
+
+
+def test_an_unknown_kata_is_a_usage_error(capsys):
+    assert main(["quiz", "no_such_kata"]) == 2
+    assert "unknown kata" in capsys.readouterr().err
+
+
+def test_quiz_never_imports_torch():
+    code = (
+        "import sys; from grader.cli import main; status = main(['quiz', 'concepts']); "
+        "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(status)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input="".join(f"{line}\n" for line in right_answers()),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"KATA_LANG": "en", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Score: 12 of 12 right." in done.stdout
