@@ -18,7 +18,7 @@ from _pytest.runner import runtestprotocol
 
 from grader import outcomes
 from grader.catalogue import Kata
-from grader.expect import CheckFailed, Expect, MissingFunction
+from grader.expect import Expect, MissingFunction
 from grader.isolation import run_forked
 from grader.results import CheckResult, GradeResult
 from grader.targets import load_module, load_target, target_source
@@ -118,28 +118,37 @@ class KataSession:
         return load_target(self.kata, self.spec, trace=True)
 
     def annotate(self, item: pytest.Item, error: BaseException, report: TestReport) -> None:
-        """Classify a failure in the child; for a failed expectation, find the misconceptions that fit it."""
+        """Classify a failure in the child; name the misconceptions that fail the check the same way."""
         outcome = outcomes.from_exception(error, self.learner_file)
         matches = []
-        if isinstance(error, AssertionError) and not isinstance(error, MissingFunction) and report.when == "call":
-            matches = self._misconceptions_failing_alike(item, str(error))
+        if report.when == "call" and _fingerprintable(error):
+            matches = self._misconceptions_failing_alike(item, error)
         annotation = {"status": outcome.status, "message": outcome.message, "matches": matches}
         report.user_properties.append((OUTCOME_KEY, annotation))
         report.longrepr = outcome.message
 
-    def _misconceptions_failing_alike(self, item: pytest.Item, message: str) -> list[str]:
+    def _misconceptions_failing_alike(self, item: pytest.Item, failure: BaseException) -> list[str]:
+        """The variants whose run of this check raises the same kind of error with the same message."""
         names = inspect.signature(item.obj).parameters
         matches = []
         for misconception_id, variant in self.variants.items():
             values = dict(item.funcargs, learner=variant, expect=Expect(variant, self.reference))
             try:
                 item.obj(**{name: values[name] for name in names})
-            except (AssertionError, CheckFailed) as error:
-                if str(error) == message:
+            except Exception as error:
+                if _same_failure(error, failure):
                     matches.append(misconception_id)
-            except Exception:
-                pass
         return matches
+
+
+def _fingerprintable(error: BaseException) -> bool:
+    """A wrong result or an ordinary exception; not a missing function, a blank TODO or an exit."""
+    return isinstance(error, Exception) and not isinstance(error, MissingFunction | NotImplementedError)
+
+
+def _same_failure(error: BaseException, failure: BaseException) -> bool:
+    both_assertions = isinstance(error, AssertionError) and isinstance(failure, AssertionError)
+    return (both_assertions or type(error) is type(failure)) and str(error) == str(failure)
 
 
 def _failed_report(item: pytest.Item, message: str) -> TestReport:
