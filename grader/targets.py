@@ -5,6 +5,7 @@ A target is a `Path` (a file, whatever its name) or a built-in name: "reference"
 or "misconception:<id>".
 """
 
+import inspect
 import linecache
 import sys
 import types
@@ -67,8 +68,8 @@ def load_target(kata: Kata, spec: str | Path, trace: bool = False) -> types.Modu
     """Load the target; with `trace`, the kata's public functions report their calls (see isolation)."""
     source, filename = target_source(kata, spec)
     module = load_module(source, filename, f"kata_target_{kata.slug}")
-    if trace:
+    if trace:  # functions only: a class stays a class (isinstance and subclassing keep working)
         for name in kata.functions:
-            if callable(getattr(module, name, None)):
+            if inspect.isfunction(getattr(module, name, None)):
                 setattr(module, name, traced(name, getattr(module, name)))
     return module

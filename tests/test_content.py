@@ -98,10 +98,11 @@ def test_todo_markers_match_metadata_and_checks(kata):
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
-def test_public_functions_exist_in_reference_and_template(kata):
+def test_public_functions_and_classes_exist_in_reference_and_template(kata):
     for lang in ("en", "zh"):
         for source in (kata.solution(), kata.template(lang)):
-            defined = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+            nodes = ast.parse(source).body
+            defined = {node.name for node in nodes if isinstance(node, ast.FunctionDef | ast.ClassDef)}
             assert set(kata.functions) <= defined
 
 

@@ -1,0 +1,397 @@
+"""Checks for RewardModel: freezing and the head (TODO 1), the last real token (TODO 2), and the
+Bradley-Terry loss (TODO 3).
+
+How a learner's class is compared with the reference's. RewardModel is a class, so each check
+builds two models, one from the learner's class and one from the reference's, and never shares a
+module between them (the constructor freezes its backbone in place):
+- the backbone: a fresh tiny module per model, built from the same seed under
+  `torch.random.fork_rng()`, so both models see identical weights and the global RNG is untouched;
+- the value head: each class creates its own nn.Linear(H, 1) with whatever initialisation it
+  likes; `build` then checks that it is an nn.Linear(H, 1) with a bias and overwrites its weight
+  and bias with one fixed seeded set. Only TODO 1's structure is graded, never its random init.
+Two models built this way compute the same function, so their rewards, losses and gradients can
+be compared with the reference's through `expect.same`.
+
+Backbones (no downloads): "lesson" is the lesson's embedding -> linear -> GELU, which reads each
+position on its own; "causal" is an embedding and a one-layer GRU, where position t summarises
+tokens 0..t like a causal LM. Token id 0 is the padding token in every fixture.
+
+Fixtures separate the plausible ways of picking the token: batches with a full row (where
+mask.sum() - 1 is the last position) and batches without one (where mask.sum() points at a pad
+instead of failing), and margins of +/-1e4 where log(sigmoid(x)) underflows.
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from grader.expect import CheckFailed, MissingFunction, fmt
+
+CLASS = "RewardModel"
+VOCAB, WIDTH, PAD = 16, 6, 0
+LENGTHS_WITH_FULL_ROW = [7, 3, 5, 1]  # T = 7: row 0 has no padding
+LENGTHS_ALL_PADDED = [3, 6, 1, 4]  # T = 7: every row ends in padding
+
+
+class LessonBackbone(nn.Module):
+    """The lesson's backbone: embedding, linear, GELU; each position is read on its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, WIDTH)
+        self.linear = nn.Linear(WIDTH, WIDTH)
+
+    def forward(self, input_ids):
+        return F.gelu(self.linear(self.embed(input_ids)))  # (B, T, H)
+
+
+class CausalBackbone(nn.Module):
+    """Embedding and a one-layer GRU: position t summarises tokens 0..t, like a causal LM."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, 5)
+        self.gru = nn.GRU(5, WIDTH, batch_first=True)
+
+    def forward(self, input_ids):
+        return self.gru(self.embed(input_ids))[0]  # (B, T, H)
+
+
+BACKBONES = {"lesson": LessonBackbone, "causal": CausalBackbone}
+
+
+def make_backbone(kind: str, seed: int) -> nn.Module:
+    """A fresh backbone with seeded weights; the global RNG is left as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return BACKBONES[kind]()
+
+
+def head_problem(model) -> str | None:
+    """Why `model.value_head` is not an nn.Linear(WIDTH, 1) with a bias, or None if it is."""
+    head = getattr(model, "value_head", None)
+    if head is None:
+        return f"the model has no attribute `value_head`; expected nn.Linear({WIDTH}, 1)"
+    if not isinstance(head, nn.Linear):
+        return f"value_head is a {type(head).__name__}; expected nn.Linear({WIDTH}, 1)"
+    if (head.in_features, head.out_features) != (WIDTH, 1):
+        return f"value_head is nn.Linear({head.in_features}, {head.out_features}); expected nn.Linear({WIDTH}, 1)"
+    if head.bias is None:
+        return f"value_head has no bias; expected nn.Linear({WIDTH}, 1) with its default bias"
+    return None
+
+
+def model_class(module):
+    """`module`'s RewardModel class (MissingFunction when there is none)."""
+    found = getattr(module, CLASS, None)
+    if not callable(found):
+        raise MissingFunction(f"your file has no class `{CLASS}`: the checks construct it by that name")
+    return found
+
+
+def build(module, kind: str = "lesson", seed: int = 0, hidden_dim: int = WIDTH):
+    """`module`'s RewardModel on a seeded backbone, its value head set to fixed seeded weights."""
+    model = model_class(module)(make_backbone(kind, seed), hidden_dim)
+    problem = head_problem(model)
+    if problem:
+        raise AssertionError(problem)
+    generator = torch.Generator().manual_seed(100 + seed)
+    with torch.no_grad():
+        model.value_head.weight.copy_(torch.randn(1, WIDTH, generator=generator))
+        model.value_head.bias.copy_(torch.randn(1, generator=generator))
+    return model
+
+
+def batch(lengths: list[int], seed: int, length: int = 7):
+    """(ids, mask): seeded ids 1..VOCAB-1, right-padded with PAD to `length`; mask bool."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, VOCAB, (len(lengths), length), generator=generator)
+    mask = torch.arange(length) < torch.tensor(lengths).unsqueeze(-1)  # (B, T)
+    return ids.masked_fill(~mask, PAD), mask
+
+
+def describe(kind: str, ids, mask, lengths=None) -> str:
+    rows = "attention_mask=None" if mask is None else f"attention_mask=<rows of lengths {lengths}>"
+    return f"{CLASS}(<{kind} backbone>, hidden_dim={WIDTH})(input_ids={fmt(ids)}, {rows})"
+
+
+def rewards_match_reference(expect, kind: str, ids, mask=None, lengths=None, seed: int = 0):
+    """The learner's rewards equal the reference's for the same backbone and head; returns them."""
+    got = build(expect.learner, kind, seed)(ids.clone(), None if mask is None else mask.clone())
+    expected = build(expect.reference, kind, seed)(ids.clone(), None if mask is None else mask.clone())
+    expect.same(got, expected, describe(kind, ids, mask, lengths))
+    return got
+
+
+def loss_call(model, chosen, rejected, grad: bool = False):
+    """(loss, gradient wrt chosen, gradient wrt rejected) of model.compute_preference_loss."""
+    chosen = chosen.detach().clone().requires_grad_(grad)
+    rejected = rejected.detach().clone().requires_grad_(grad)
+    loss = model.compute_preference_loss(chosen, rejected)
+    if grad and isinstance(loss, torch.Tensor) and loss.ndim == 0 and loss.requires_grad:
+        loss.backward()
+    return loss, chosen.grad, rejected.grad
+
+
+def loss_matches_reference(expect, chosen, rejected):
+    got = loss_call(build(expect.learner), chosen, rejected)[0]
+    expected = loss_call(build(expect.reference), chosen, rejected)[0]
+    expect.same(got, expected, f"compute_preference_loss(reward_chosen={fmt(chosen)}, reward_rejected={fmt(rejected)})")
+    return got
+
+
+# -- TODO 1: the frozen backbone and the value head ---------------------------------------------------
+
+
+@pytest.mark.todo(1)
+def test_value_head_is_a_linear_layer_to_one_number(expect):
+    """value_head is an nn.Linear(hidden_dim, 1) with a bias
+
+    zh: value_head 是带偏置的 nn.Linear(hidden_dim, 1)
+    """
+    model = model_class(expect.learner)(make_backbone("lesson", 0), WIDTH)
+    problem = head_problem(model)
+    if problem:
+        raise AssertionError(problem)
+
+
+@pytest.mark.todo(1)
+def test_backbone_is_frozen_and_only_the_head_trains(expect):
+    """Every backbone parameter has requires_grad False; the trainable ones are the head's
+
+    zh: backbone 的每个参数 requires_grad 为 False；可训练参数只有 value head 的
+    """
+    backbone = make_backbone("causal", 0)
+    model = model_class(expect.learner)(backbone, WIDTH)
+    if getattr(model, "backbone", None) is not backbone:
+        raise AssertionError("model.backbone must be the backbone module passed to RewardModel(backbone, hidden_dim)")
+    training = [name for name, parameter in backbone.named_parameters() if parameter.requires_grad]
+    if training:
+        raise AssertionError(
+            f"backbone parameters that still have requires_grad=True: {', '.join(training)}; "
+            "freeze them all (an optimizer over model.parameters() would update them)"
+        )
+    trainable = sorted(name for name, parameter in model.named_parameters() if parameter.requires_grad)
+    if trainable != ["value_head.bias", "value_head.weight"]:
+        raise AssertionError(
+            f"trainable parameters: {trainable}; expected only ['value_head.bias', 'value_head.weight']"
+        )
+
+
+@pytest.mark.todo(1)
+def test_after_backward_only_the_head_has_gradients(expect):
+    """After loss.backward() the backbone has no gradient and the head's weight has one
+
+    zh: loss.backward() 之后 backbone 没有梯度，而 value head 的权重有梯度
+    """
+    model = build(expect.learner, "causal", 1)
+    chosen_ids, chosen_mask = batch(LENGTHS_ALL_PADDED, seed=11)
+    rejected_ids, rejected_mask = batch(LENGTHS_ALL_PADDED[::-1], seed=12)
+    loss = model.compute_preference_loss(model(chosen_ids, chosen_mask), model(rejected_ids, rejected_mask))
+    if not isinstance(loss, torch.Tensor) or not loss.requires_grad:
+        raise AssertionError("the loss carries no gradient: the rewards must come from value_head, outside no_grad")
+    loss.backward()
+    reached = [
+        name
+        for name, parameter in model.backbone.named_parameters()
+        if parameter.grad is not None and bool((parameter.grad != 0).any())
+    ]
+    if reached:
+        raise AssertionError(f"gradient reached backbone parameters: {', '.join(reached)}; the backbone is frozen")
+    weight_grad = model.value_head.weight.grad
+    if weight_grad is None or not bool((weight_grad != 0).any()):
+        raise AssertionError("value_head.weight received no gradient: the head is what this model trains")
+
+
+# -- TODO 2: the last real token -----------------------------------------------------------------------
+
+
+@pytest.mark.todo(2)
+def test_rewards_match_reference_without_a_mask(expect):
+    """Without a mask every position is real: the reward is read at the last position
+
+    zh: 不给 mask 时每个位置都是真实 token：在最后一个位置读取 reward
+    """
+    ids, _ = batch([7, 7, 7, 7], seed=0)
+    rewards_match_reference(expect, "lesson", ids)
+
+
+@pytest.mark.todo(2)
+def test_rewards_match_reference_with_right_padding(expect):
+    """With ragged right padding each row is read at its own last real token (bool or 0/1 mask)
+
+    zh: 右侧 padding 长短不一时，每行在自己的最后一个真实 token 处读取（bool 或 0/1 mask）
+    """
+    ids, mask = batch(LENGTHS_WITH_FULL_ROW, seed=1)
+    rewards = rewards_match_reference(expect, "causal", ids, mask, LENGTHS_WITH_FULL_ROW)
+    with_ints = build(expect.learner, "causal")(ids.clone(), mask.long())
+    expect.same(with_ints, rewards, describe("causal", ids, mask, LENGTHS_WITH_FULL_ROW) + " with a 0/1 int64 mask")
+
+
+@pytest.mark.todo(2)
+def test_padding_after_the_last_real_token_changes_nothing(expect):
+    """Changing the ids at padded positions leaves every reward unchanged (causal backbone)
+
+    zh: 修改 padding 位置的 id 不改变任何 reward（因果 backbone）
+    """
+    ids, mask = batch(LENGTHS_ALL_PADDED, seed=2)
+    model = build(expect.learner, "causal", 2)
+    before = model(ids.clone(), mask.clone())
+    noise = torch.randint(1, VOCAB, ids.shape, generator=torch.Generator().manual_seed(20))
+    after = model(torch.where(mask, ids, noise), mask.clone())
+    expect.same(
+        after,
+        before,
+        describe("causal", ids, mask, LENGTHS_ALL_PADDED)
+        + "\n  changing only the padded ids must not change the rewards (expected: before, got: after)",
+    )
+
+
+@pytest.mark.todo(2)
+def test_reward_reads_only_the_last_real_token(expect):
+    """With a per-position backbone, changing every token but the last real one changes nothing
+
+    zh: 用逐位置的 backbone 时，除最后一个真实 token 外改动任何 token 都不改变 reward
+    """
+    ids, mask = batch(LENGTHS_ALL_PADDED, seed=3)
+    model = build(expect.learner, "lesson", 3)
+    before = model(ids.clone(), mask.clone())
+    last = torch.tensor(LENGTHS_ALL_PADDED).unsqueeze(-1) - 1  # (B, 1)
+    keep = torch.arange(ids.shape[1]) == last  # (B, T), True only at each row's last real token
+    changed = torch.where(keep, ids, (ids + 5) % VOCAB)
+    after = model(changed, mask.clone())
+    expect.same(
+        after,
+        before,
+        describe("lesson", ids, mask, LENGTHS_ALL_PADDED)
+        + "\n  changing every token but the last real one must not change the rewards (expected: before, got: after)",
+    )
+
+
+# -- TODO 3: the Bradley-Terry loss ------------------------------------------------------------------
+
+
+@pytest.mark.todo(3)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_loss_matches_reference(expect, dtype):
+    """The loss matches the reference on seeded rewards, in the rewards' dtype
+
+    zh: 在带种子的 reward 上，损失与参考答案一致，且 dtype 与 reward 相同
+    """
+    generator = torch.Generator().manual_seed(4)
+    chosen = (2.0 * torch.randn(6, generator=generator)).to(dtype)
+    rejected = (2.0 * torch.randn(6, generator=generator)).to(dtype)
+    loss_matches_reference(expect, chosen, rejected)
+
+
+@pytest.mark.todo(3)
+def test_equal_rewards_give_log_2(expect):
+    """Equal rewards mean a coin flip: the loss is log 2 = 0.693147, whatever the batch size
+
+    zh: reward 相等即抛硬币：损失为 log 2 = 0.693147，与批大小无关
+    """
+    rewards = torch.tensor([0.3, -1.2, 2.0, 0.0, 5.0])
+    loss = loss_call(build(expect.learner), rewards, rewards.clone())[0]
+    if not isinstance(loss, torch.Tensor) or loss.ndim != 0:
+        raise AssertionError(f"compute_preference_loss returned {fmt(loss)}; expected a scalar tensor")
+    if abs(loss.item() - 0.693147) > 1e-5:
+        raise AssertionError(f"5 pairs of equal rewards: expected log 2 = 0.693147, got {loss.item():.6f}")
+
+
+@pytest.mark.todo(3)
+def test_loss_is_finite_for_huge_margins(expect):
+    """Margins of +1e4, -1e4 and 2 give the finite reference loss (no log of 0)
+
+    zh: margin 为 +1e4、-1e4 和 2 时得到有限的参考损失（不会对 0 取 log）
+    """
+    chosen = torch.tensor([1e4, 0.0, 3.0])
+    rejected = torch.tensor([0.0, 1e4, 1.0])
+    loss = loss_call(build(expect.learner), chosen, rejected)[0]
+    if isinstance(loss, torch.Tensor) and loss.ndim == 0 and not bool(torch.isfinite(loss)):
+        raise AssertionError(
+            f"margins [1e4, -1e4, 2]: the loss is {loss.item()}, expected about 3333.3757; "
+            "log(sigmoid(x)) underflows to log(0) for very negative x"
+        )
+    loss_matches_reference(expect, chosen, rejected)
+
+
+@pytest.mark.todo(3)
+def test_gradient_raises_chosen_and_lowers_rejected(expect):
+    """Gradient descent raises each chosen reward and lowers each rejected one, by the reference's amounts
+
+    zh: 梯度下降提高每个 chosen reward、降低每个 rejected reward，幅度与参考答案一致
+    """
+    generator = torch.Generator().manual_seed(5)
+    chosen, rejected = torch.randn(5, generator=generator), torch.randn(5, generator=generator)
+    _, chosen_grad, rejected_grad = loss_call(build(expect.learner), chosen, rejected, grad=True)
+    if chosen_grad is None or rejected_grad is None:
+        raise AssertionError("no gradient reached the rewards: compute the loss from them with differentiable ops")
+    if not bool((chosen_grad < 0).all() and (rejected_grad > 0).all()):
+        raise AssertionError(
+            "d loss / d reward_chosen must be < 0 and d loss / d reward_rejected > 0 for every pair, "
+            f"got {fmt(chosen_grad)} and {fmt(rejected_grad)}"
+        )
+    _, want_chosen, want_rejected = loss_call(build(expect.reference), chosen, rejected, grad=True)
+    call = f"compute_preference_loss(reward_chosen={fmt(chosen)}, reward_rejected={fmt(rejected)})"
+    expect.same(chosen_grad, want_chosen, f"{call}\n  gradient of the loss with respect to `reward_chosen`")
+    expect.same(rejected_grad, want_rejected, f"{call}\n  gradient of the loss with respect to `reward_rejected`")
+
+
+# -- the input contract ------------------------------------------------------------------------------
+
+
+def raises_value_error(why: str, what: str, fn, *args) -> None:
+    """`fn(*args)` must raise ValueError (a check's own version of expect.raises_value_error for methods)."""
+    try:
+        result = fn(*args)
+    except ValueError:
+        return
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise CheckFailed(
+            f"{what}\n  should raise ValueError ({why}), but raised {type(error).__name__}: {error}"
+        ) from None
+    raise CheckFailed(f"{what}\n  should raise ValueError ({why}), but returned {fmt(result)}")
+
+
+def test_rejects_inputs_outside_the_contract(expect):
+    """Accepts valid input; rejects every bad input the lesson lists with ValueError
+
+    zh: 接受合法输入；对课文列出的每种非法输入抛出 ValueError
+    """
+    ids, mask = batch(LENGTHS_WITH_FULL_ROW, seed=6)
+    rewards_match_reference(expect, "causal", ids, mask, LENGTHS_WITH_FULL_ROW)
+    chosen, rejected = torch.tensor([1.0, -0.5, 2.0, 0.3]), torch.tensor([0.2, 0.4, -1.0, 0.3])
+    loss_matches_reference(expect, chosen, rejected)
+
+    learner_class = model_class(expect.learner)
+    model = build(expect.learner, "causal", 6)
+    empty_row = mask.clone()
+    empty_row[2] = False
+    construct = f"{CLASS}(backbone, hidden_dim)"
+    for why, args in [
+        ("hidden_dim = 0", (make_backbone("lesson", 0), 0)),
+        ("a backbone that is not an nn.Module", (lambda ids: ids, WIDTH)),
+    ]:
+        raises_value_error(why, construct, learner_class, *args)
+    call = describe("causal", ids, mask, LENGTHS_WITH_FULL_ROW)
+    for why, args in [
+        ("attention_mask of another shape", (ids, mask[:, :-1])),
+        ("a row with no real token", (ids, empty_row)),
+        ("left padding instead of right padding", (ids, mask.flip(-1))),
+        ("a mask value other than 0 and 1", (ids, 2 * mask.long())),
+        ("1-D input_ids", (ids[0], None)),
+        ("float input_ids", (ids.float(), None)),
+    ]:
+        raises_value_error(why, call, model, *args)
+    wide = learner_class(make_backbone("causal", 6), WIDTH + 1)
+    raises_value_error("hidden_dim differs from the backbone's width", f"{call} with hidden_dim={WIDTH + 1}", wide, ids)
+    loss_text = "compute_preference_loss(reward_chosen, reward_rejected)"
+    for why, args in [
+        ("mismatched reward shapes", (chosen, rejected[:-1])),
+        ("rewards of shape (B, 1)", (chosen.unsqueeze(-1), rejected.unsqueeze(-1))),
+        ("no pairs at all", (chosen[:0], rejected[:0])),
+    ]:
+        raises_value_error(why, loss_text, model.compute_preference_loss, *args)
