@@ -34,6 +34,8 @@ def fmt(value) -> str:
             return _fmt_nested(value.detach().cpu().tolist())
         dtype = str(value.dtype).removeprefix("torch.")
         return f"<{dtype} tensor of shape {tuple(value.shape)}>"
+    if isinstance(value, torch.nn.Module):
+        return f"<{type(value).__name__}>"
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, tuple | list):

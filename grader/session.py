@@ -10,6 +10,7 @@ check in exactly the same way.
 """
 
 import inspect
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from grader.results import CheckResult, GradeResult
 from grader.targets import load_module, load_target, target_source
 
 OUTCOME_KEY = "kata_outcome"
+FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
 
 
 class KataSession:
@@ -41,6 +43,7 @@ class KataSession:
         self.load_error: str | None = None
         self.results: list[CheckResult] = []
         self.in_child = False
+        self.fingerprint_deadline = 0.0
 
     # -- parent side ---------------------------------------------------------------------------
     def probe(self) -> None:
@@ -111,6 +114,7 @@ class KataSession:
 
     def _run_in_child(self, item: pytest.Item) -> list[dict]:
         self.in_child = True
+        self.fingerprint_deadline = time.monotonic() + FINGERPRINT_SHARE * self.timeout
         reports = runtestprotocol(item, log=False)
         return [self.config.hook.pytest_report_to_serializable(config=self.config, report=r) for r in reports]
 
@@ -132,6 +136,8 @@ class KataSession:
         names = inspect.signature(item.obj).parameters
         matches = []
         for misconception_id, variant in self.variants.items():
+            if time.monotonic() > self.fingerprint_deadline:  # never let naming a mistake cost a timeout
+                break
             values = dict(item.funcargs, learner=variant, expect=Expect(variant, self.reference))
             try:
                 item.obj(**{name: values[name] for name in names})

@@ -1,0 +1,98 @@
+"""How long `kata check toy_grpo` takes on a correct file, against the cost of its imports.
+
+    python benchmarks/bench_toy_grpo.py [--repeat 7]
+
+Floors, each alternated with the command in the same run (median of --repeat after one warm-up):
+- `python -c "import torch, transformers"`: the floor the issue names (target <= 1.5x). Note that
+  `import transformers` is lazy: it does not load the GPT-2 model code;
+- `python -c "import torch; from transformers import GPT2LMHeadModel"`: what any use of the model
+  has to import, shown for information.
+
+Also prints the CPU time of one `train(seed)` run (40 iterations, no early stop) and of the run
+the check makes (`stop_at=0.7`), measured in this process with one intra-op thread, as the
+grader uses.
+"""
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KATA = [shutil.which("kata") or "kata"]
+
+
+def wall(command: list[str], env: dict) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def compare(command: list[str], floors: list[list[str]], env: dict, repeat: int) -> list[float]:
+    """Median wall time of `command` and of each floor, run alternately."""
+    for run in [command, *floors]:  # warm caches
+        wall(run, env)
+    times: list[list[float]] = [[] for _ in range(1 + len(floors))]
+    for _ in range(repeat):
+        for index, run in enumerate([command, *floors]):
+            times[index].append(wall(run, env))
+    return [statistics.median(values) for values in times]
+
+
+def training_cpu_seconds() -> tuple[float, float]:
+    import torch
+
+    from reference import toy_grpo
+
+    torch.set_num_threads(1)
+    toy_grpo.train(0, iterations=2)  # warm-up
+    start = time.process_time()
+    toy_grpo.train(0)
+    full = time.process_time() - start
+    start = time.process_time()
+    toy_grpo.train(0, stop_at=0.7)
+    return full, time.process_time() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    from grader.catalogue import get_kata
+
+    with tempfile.TemporaryDirectory() as scratch:
+        workspace = Path(scratch) / "ws"
+        workspace.mkdir()
+        (workspace / "toy_grpo.py").write_text(get_kata("toy_grpo").solution())
+        env = dict(os.environ, KATA_WORKSPACE=str(workspace), KATA_LANG="en")
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        floor = [sys.executable, "-c", "import torch, transformers"]
+        model_floor = [sys.executable, "-c", "import torch; from transformers import GPT2LMHeadModel"]
+        check, base, model = compare(KATA + ["check", "toy_grpo"], [floor, model_floor], env, args.repeat)
+    full, early = training_cpu_seconds()
+    import torch
+    import transformers
+
+    print(
+        f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"{os.cpu_count()} CPUs, median of {args.repeat}\n"
+    )
+    print("| command | floor | command (s) | floor (s) | ratio |")
+    print("|---|---|---|---|---|")
+    print(
+        f"| `kata check toy_grpo (correct file)` | `import torch, transformers` | {check:.3f} | {base:.3f} | {check / base:.2f}x |"
+    )
+    print(
+        f"| `kata check toy_grpo (correct file)` | `import torch; from transformers import GPT2LMHeadModel` "
+        f"| {check:.3f} | {model:.3f} | {check / model:.2f}x |"
+    )
+    print(f"\ntrain(0): {full:.2f} s CPU for 40 iterations; {early:.2f} s CPU with stop_at=0.7 (as the check runs it)")
+
+
+if __name__ == "__main__":
+    main()
