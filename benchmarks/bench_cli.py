@@ -8,40 +8,25 @@
 - `kata start` / `kata hint` / `kata show` vs `python -c "pass"`, for information.
 
 Each command runs `--repeat` times, alternating with its floor, after one warm-up; the median
-wall time is reported. Bytecode caching is on, as in a normal Python (PYTHONDONTWRITEBYTECODE,
-set on some machines, is removed for the runs). Prints a Markdown table (paste it into the README).
+wall time is reported (see timing.py). Prints a Markdown table (paste it into the README).
 """
 
 import argparse
 import os
 import platform
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import bench_env, medians
 
 KATA = [shutil.which("kata") or "kata"]
 
 
-def wall(command: list[str], env: dict, tty: bool = False) -> float:
-    if tty:  # run under a pseudo-terminal, as a person would
-        command = ["script", "-qec", " ".join(command), "/dev/null"]
-    start = time.perf_counter()
-    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
-
-
 def compare(name: str, command: list[str], floor: list[str], env: dict, repeat: int, tty: bool = False) -> tuple:
-    wall(command, env, tty), wall(floor, env)  # warm caches
-    ours, base = [], []
-    for _ in range(repeat):
-        ours.append(wall(command, env, tty))
-        base.append(wall(floor, env, tty))
-    ours_median, base_median = statistics.median(ours), statistics.median(base)
-    return name, " ".join(floor[2:] if floor[0] == sys.executable else floor), ours_median, base_median
+    ours, base = medians([command, floor], env, repeat, tty)
+    return name, " ".join(floor[2:] if floor[0] == sys.executable else floor), ours, base
 
 
 def main() -> None:
@@ -54,8 +39,7 @@ def main() -> None:
         workspace = Path(scratch) / "ws"
         workspace.mkdir()
         (workspace / "grpo_loss.py").write_text(get_kata("grpo_loss").solution())
-        env = dict(os.environ, KATA_WORKSPACE=str(workspace), KATA_LANG="en")
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env = bench_env(KATA_WORKSPACE=str(workspace), KATA_LANG="en")
         bare = [sys.executable, "-c", "pass"]
         torch_floor = [sys.executable, "-c", "import torch"]
         rows = [

@@ -17,31 +17,14 @@ import argparse
 import os
 import platform
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from timing import bench_env, medians
+
 KATA = [shutil.which("kata") or "kata"]
-
-
-def wall(command: list[str], env: dict) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
-
-
-def compare(command: list[str], floors: list[list[str]], env: dict, repeat: int) -> list[float]:
-    """Median wall time of `command` and of each floor, run alternately."""
-    for run in [command, *floors]:  # warm caches
-        wall(run, env)
-    times: list[list[float]] = [[] for _ in range(1 + len(floors))]
-    for _ in range(repeat):
-        for index, run in enumerate([command, *floors]):
-            times[index].append(wall(run, env))
-    return [statistics.median(values) for values in times]
 
 
 def training_cpu_seconds() -> tuple[float, float]:
@@ -69,11 +52,10 @@ def main() -> None:
         workspace = Path(scratch) / "ws"
         workspace.mkdir()
         (workspace / "toy_grpo.py").write_text(get_kata("toy_grpo").solution())
-        env = dict(os.environ, KATA_WORKSPACE=str(workspace), KATA_LANG="en")
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env = bench_env(KATA_WORKSPACE=str(workspace), KATA_LANG="en")
         floor = [sys.executable, "-c", "import torch, transformers"]
         model_floor = [sys.executable, "-c", "import torch; from transformers import GPT2LMHeadModel"]
-        check, base, model = compare(KATA + ["check", "toy_grpo"], [floor, model_floor], env, args.repeat)
+        check, base, model = medians([KATA + ["check", "toy_grpo"], floor, model_floor], env, args.repeat)
     full, early = training_cpu_seconds()
     import torch
     import transformers

@@ -1,0 +1,36 @@
+"""Wall-clock timing shared by the benchmarks: commands run alternately, medians compared.
+
+Bytecode caching stays on, as in a normal Python: PYTHONDONTWRITEBYTECODE (set on some machines)
+is removed from the environment the commands run in.
+"""
+
+import os
+import statistics
+import subprocess
+import time
+
+
+def bench_env(**extra: str) -> dict:
+    env = dict(os.environ, **extra)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def wall(command: list[str], env: dict, tty: bool = False) -> float:
+    """Seconds `command` takes; with `tty`, under a pseudo-terminal (as a person runs it)."""
+    if tty:
+        command = ["script", "-qec", " ".join(command), "/dev/null"]
+    start = time.perf_counter()
+    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def medians(commands: list[list[str]], env: dict, repeat: int, tty: bool = False) -> list[float]:
+    """Median wall time of each command, after one warm-up each, running them in turn `repeat` times."""
+    for command in commands:
+        wall(command, env, tty)
+    times: list[list[float]] = [[] for _ in commands]
+    for _ in range(repeat):
+        for index, command in enumerate(commands):
+            times[index].append(wall(command, env, tty))
+    return [statistics.median(values) for values in times]
