@@ -1,6 +1,7 @@
-"""`kata list`: each kata's row (title, difficulty, status, last check) and the next step."""
+"""`kata list`: each kata's row (title, difficulty, status, last check, best drill scores) and
+the next step."""
 
-from grader.catalogue import Kata, localized
+from grader.catalogue import DIFFICULTIES, Kata, localized
 from grader.workspace import Workspace
 
 STATUS_STYLE = {"passed": "passed", "in progress": "timeout", "not started": "muted"}
@@ -24,6 +25,8 @@ def listing_rows(katas: tuple[Kata, ...], workspace: Workspace, lang: str) -> di
                 "last_check": record.get("last_check"),
             }
         )
+        if record.get("drill"):  # the best drill score per level, once there is one
+            rows[-1]["drill"] = record["drill"]
     return {"katas": rows, "next": _next_command(rows)}
 
 
@@ -47,8 +50,16 @@ def _cells(row: dict) -> list[str]:
     status, last = row["status"], row["last_check"]
     if status == "in progress" and last:
         status = f"{status} ({last['passed']}/{last['passed'] + last['failed']} checks)"
+    if row.get("drill"):
+        status = f"{status} · {score_text(row['drill'])}"
     after = ", ".join(row["prerequisites"]) or "-"
     return [str(row["order"]), row["slug"], row["title"], row["difficulty"], after, status]
+
+
+def score_text(scores: dict) -> str:
+    """The best drill score per level, e.g. 'drill: easy 5/6, hard 9/20'."""
+    parts = [f"{level} {scores[level]['right']}/{scores[level]['blanks']}" for level in DIFFICULTIES if level in scores]
+    return f"drill: {', '.join(parts)}" if parts else "drill: -"
 
 
 def _footer(listing: dict) -> str:

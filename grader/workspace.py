@@ -61,6 +61,17 @@ class Workspace:
         self.update(slug, started_at=_now())
         return path
 
+    def drill_file(self, slug: str) -> Path:
+        """Where `kata drill` writes a drill by default: never the kata file itself."""
+        return self.root / "drills" / f"{slug}.drill.py"
+
+    def keep_backup(self, path: Path, stem: str) -> Path:
+        """Copy `path` into the backups folder, timestamped; returns the copy's path."""
+        backup = self.root / BACKUP_DIR / f"{stem}.{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.py"
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        backup.write_bytes(path.read_bytes())
+        return backup
+
     def reset(self, slug: str, text: str) -> Path | None:
         """Back up the current file (if any) and write `text` in its place; returns the backup's path."""
         path = self.kata_file(slug)
