@@ -454,7 +454,6 @@ def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, l
         errors.print(f"kata: {error}", style="error")
         return 1
     checks_pass = result.failed == 0 and bool(result.checks)
-    right = 0
     if answers is None:
         console.print(
             Text(
@@ -462,38 +461,9 @@ def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, l
             )
         )
     else:
-        for number, (answer, expected) in enumerate(zip(answers, exercise.answers), start=1):
-            if drills.same_code(answer, expected):
-                right += 1
-                console.print(Text.assemble(("✓ ", "passed"), f"__{number}__  ", (answer, "code")))
-            elif drills.PLACEHOLDER.fullmatch(answer):
-                console.print(
-                    Text.assemble(
-                        ("✗ ", "failed"), f"__{number}__  not filled in; the reference has ", (expected, "code")
-                    )
-                )
-            elif checks_pass:
-                console.print(
-                    Text.assemble(
-                        ("≈ ", "passed"),
-                        f"__{number}__  ",
-                        (answer, "code"),
-                        " differs from the reference's ",
-                        (expected, "code"),
-                        ", but the checks pass: equivalent",
-                    )
-                )
-            else:
-                console.print(
-                    Text.assemble(
-                        ("✗ ", "failed"),
-                        f"__{number}__  ",
-                        (answer, "code"),
-                        "; the reference has ",
-                        (expected, "code"),
-                    )
-                )
-        console.print(Text(f"{right} of {len(exercise.blanks)} blanks as in the reference", style="title"))
+        verdicts = drills.judge_blanks(exercise, answers, checks_pass)
+        console.print(drills.verdicts_view(verdicts))
+        right = sum(verdict.status == "right" for verdict in verdicts)
         if exercise.level:
             _record_drill(workspace, kata.slug, exercise.level, right, len(exercise.blanks))
     if checks_pass:

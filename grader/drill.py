@@ -449,3 +449,61 @@ def ask(drill: Drill, input_fn: Callable[[str], str], console, clock: Callable[[
 def _duration(seconds: float) -> str:
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes}m {rest:02d}s" if minutes else f"{rest}s"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one filled blank compares: right, not filled in, equivalent (differs, checks pass) or wrong."""
+
+    number: int
+    status: str
+    answer: str
+    expected: str
+
+
+def judge_blanks(drill: Drill, answers: list[str], checks_pass: bool) -> list[Verdict]:
+    """Each blank against the reference; a different answer counts as equivalent when the checks pass."""
+    verdicts = []
+    for number, (answer, expected) in enumerate(zip(answers, drill.answers), start=1):
+        if same_code(answer, expected):
+            status = "right"
+        elif PLACEHOLDER.fullmatch(answer):
+            status = "blank"
+        else:
+            status = "equivalent" if checks_pass else "wrong"
+        verdicts.append(Verdict(number, status, answer, expected))
+    return verdicts
+
+
+def verdicts_view(verdicts: list[Verdict]):
+    """One line per blank, then how many are as in the reference."""
+    from rich.console import Group
+    from rich.text import Text
+
+    lines = []
+    for v in verdicts:
+        tag = f"__{v.number}__  "
+        if v.status == "right":
+            lines.append(Text.assemble(("✓ ", "passed"), tag, (v.answer, "code")))
+        elif v.status == "blank":
+            lines.append(
+                Text.assemble(("✗ ", "failed"), tag, "not filled in; the reference has ", (v.expected, "code"))
+            )
+        elif v.status == "equivalent":
+            lines.append(
+                Text.assemble(
+                    ("≈ ", "passed"),
+                    tag,
+                    (v.answer, "code"),
+                    " differs from the reference's ",
+                    (v.expected, "code"),
+                    ", but the checks pass: equivalent",
+                )
+            )
+        else:
+            lines.append(
+                Text.assemble(("✗ ", "failed"), tag, (v.answer, "code"), "; the reference has ", (v.expected, "code"))
+            )
+    same = sum(v.status == "right" for v in verdicts)
+    lines.append(Text(f"{same} of {len(verdicts)} blanks as in the reference", style="title"))
+    return Group(*lines)
