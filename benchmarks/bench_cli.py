@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from timing import bench_env, medians
+from timing import medians, solved_workspace
 
 KATA = [shutil.which("kata") or "kata"]
 
@@ -33,13 +33,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    from grader.catalogue import get_kata
-
     with tempfile.TemporaryDirectory() as scratch:
-        workspace = Path(scratch) / "ws"
-        workspace.mkdir()
-        (workspace / "grpo_loss.py").write_text(get_kata("grpo_loss").solution())
-        env = bench_env(KATA_WORKSPACE=str(workspace), KATA_LANG="en")
+        env = solved_workspace(Path(scratch), "grpo_loss")
         bare = [sys.executable, "-c", "pass"]
         torch_floor = [sys.executable, "-c", "import torch"]
         rows = [

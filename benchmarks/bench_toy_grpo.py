@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import bench_env, medians
+from timing import medians, solved_workspace
 
 KATA = [shutil.which("kata") or "kata"]
 
@@ -46,13 +46,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    from grader.catalogue import get_kata
-
     with tempfile.TemporaryDirectory() as scratch:
-        workspace = Path(scratch) / "ws"
-        workspace.mkdir()
-        (workspace / "toy_grpo.py").write_text(get_kata("toy_grpo").solution())
-        env = bench_env(KATA_WORKSPACE=str(workspace), KATA_LANG="en")
+        env = solved_workspace(Path(scratch), "toy_grpo")
         model_floor = [sys.executable, "-c", "import torch; from transformers import GPT2Config, GPT2LMHeadModel"]
         lazy_floor = [sys.executable, "-c", "import torch, transformers"]
         check, model, lazy = medians([KATA + ["check", "toy_grpo"], model_floor, lazy_floor], env, args.repeat)

@@ -8,6 +8,7 @@ import os
 import statistics
 import subprocess
 import time
+from pathlib import Path
 
 
 def bench_env(**extra: str) -> dict:
@@ -34,3 +35,13 @@ def medians(commands: list[list[str]], env: dict, repeat: int, tty: bool = False
         for index, command in enumerate(commands):
             times[index].append(wall(command, env, tty))
     return [statistics.median(values) for values in times]
+
+
+def solved_workspace(root: Path, slug: str) -> dict:
+    """A workspace under `root` holding the reference solution of `slug`; returns the env that uses it."""
+    from grader.catalogue import get_kata
+
+    workspace = root / "ws"
+    workspace.mkdir()
+    (workspace / f"{slug}.py").write_text(get_kata(slug).solution())
+    return bench_env(KATA_WORKSPACE=str(workspace), KATA_LANG="en")
