@@ -148,18 +148,7 @@ class Expect:
 
     def raises_value_error(self, why: str, name: str, *args, **kwargs) -> None:
         """The learner rejects a bad input with ValueError (the input contract)."""
-        call = self.describe(name, args, kwargs)
-        try:
-            result = self.call(name, *args, **kwargs)
-        except ValueError:
-            return
-        except NotImplementedError:
-            raise
-        except Exception as error:
-            raise CheckFailed(
-                f"{call}\n  should raise ValueError ({why}), but raised {type(error).__name__}: {error}"
-            ) from None
-        raise CheckFailed(f"{call}\n  should raise ValueError ({why}), but returned {fmt(result)}")
+        rejects_with_value_error(why, self.describe(name, args, kwargs), lambda: self.call(name, *args, **kwargs))
 
     def same(self, got, expected, what: str, values: bool = True) -> None:
         """`got` has the structure, shapes, dtypes and (within tolerance, unless not `values`) values of `expected`.
@@ -254,6 +243,21 @@ class Expect:
         if output.requires_grad:
             output.backward()
         return output.item(), {label: leaves[label].grad for label in wrt}
+
+
+def rejects_with_value_error(why: str, call: str, run) -> None:
+    """`run()` must raise ValueError; `call` describes it in the failure (also usable for methods)."""
+    try:
+        result = run()
+    except ValueError:
+        return
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise CheckFailed(
+            f"{call}\n  should raise ValueError ({why}), but raised {type(error).__name__}: {error}"
+        ) from None
+    raise CheckFailed(f"{call}\n  should raise ValueError ({why}), but returned {fmt(result)}")
 
 
 def _where(values: torch.Tensor) -> tuple[int, ...]:

@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.expect import CheckFailed, MissingFunction, fmt
+from grader.expect import MissingFunction, fmt, rejects_with_value_error
 
 CLASS = "RewardModel"
 VOCAB, WIDTH, PAD = 16, 6, 0
@@ -342,18 +342,8 @@ def test_gradient_raises_chosen_and_lowers_rejected(expect):
 
 
 def raises_value_error(why: str, what: str, fn, *args) -> None:
-    """`fn(*args)` must raise ValueError (a check's own version of expect.raises_value_error for methods)."""
-    try:
-        result = fn(*args)
-    except ValueError:
-        return
-    except NotImplementedError:
-        raise
-    except Exception as error:
-        raise CheckFailed(
-            f"{what}\n  should raise ValueError ({why}), but raised {type(error).__name__}: {error}"
-        ) from None
-    raise CheckFailed(f"{what}\n  should raise ValueError ({why}), but returned {fmt(result)}")
+    """`fn(*args)` must raise ValueError: expect.raises_value_error for a method."""
+    rejects_with_value_error(why, what, lambda: fn(*args))
 
 
 def test_rejects_inputs_outside_the_contract(expect):
