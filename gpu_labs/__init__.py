@@ -1,1 +1,11 @@
-"""Real-model labs (GRPO mechanism, RLVR delivery, GRPO training). Not built yet: see the labs issue."""
+"""Labs on a real model: the katas' math applied to SmolLM2 (or any causal LM) with LoRA.
+
+`kata lab list` shows them; `kata lab run NAME --run-mode dry_run|cpu_smoke|real_gpu` runs one
+and writes runs/<lab>/<label>/evidence.json. See gpu_labs/runner.py for what a lab module holds.
+"""
+
+LABS = {
+    "grpo_mechanism": "gpu_labs.grpo_mechanism",
+    "grpo_rlvr": "gpu_labs.grpo_rlvr",
+    "train_grpo": "gpu_labs.train_grpo",
+}

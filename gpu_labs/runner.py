@@ -1,0 +1,171 @@
+"""Run one lab: resolve its config, claim the run folder, run it in the chosen mode, write the evidence.
+
+A lab is a module with:
+
+    NAME, TITLE, LESSON                      what `kata lab list` shows
+    Config                                   a frozen dataclass: the default workload
+    smoke(config) -> Config                  the same path at the smallest size (cpu_smoke)
+    workload(config) -> dict                 the workload as recorded in the evidence (all modes)
+    run(config, lab_run) -> (results, decision)
+                                             the measurement; it records per-step curves with
+                                             lab_run.curve(name, value) and wraps long stages in
+                                             lab_run.stage(name) / lab_run.progress(...)
+
+Run modes:
+    dry_run    no model is loaded: config, workload and model identity are recorded,
+               decision "not_measured".
+    cpu_smoke  the smoke config on the CPU, with the tiny local model unless --model is given.
+    real_gpu   the frozen config on CUDA (refused where CUDA is absent), SmolLM2 unless --model.
+A run that raises records the failure (stage, type, message) and the decision
+"reject_until_fixed"; its evidence is still written.
+"""
+
+import importlib
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpu_labs import evidence as ev
+from gpu_labs.config import as_dict, override
+from gpu_labs.models import SMOLLM2, TINY, describe_model
+from gpu_labs.runs import LabRefusal, claim_run_dir, default_label
+
+RUN_MODES = ("dry_run", "cpu_smoke", "real_gpu")
+EVIDENCE_FILE = "evidence.json"
+CURVES_FILE = "curves.png"
+NOT_MEASURED = "not_measured"
+REJECT_UNTIL_FIXED = "reject_until_fixed"
+
+
+@dataclass
+class LabRun:
+    """What a lab's `run` gets: where to write, on which device, and how to report progress."""
+
+    lab: str
+    run_mode: str
+    label: str
+    out_dir: Path
+    device: str
+    model_spec: str
+    console: object = None  # a rich Console, or None for silence
+    stages: ev.Stages = field(default_factory=ev.Stages)
+    curves: dict[str, list] = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # more top-level evidence fields (e.g. data, artifacts)
+
+    def stage(self, name: str):
+        """`with lab_run.stage("rollouts"): ...` records the stage's wall time in the evidence."""
+        return self.stages(name)
+
+    def curve(self, name: str, value) -> None:
+        self.curves.setdefault(name, []).append(None if value is None else float(value))
+
+    @contextmanager
+    def progress(self, description: str, total: int):
+        """A rich progress bar (hidden when the console is not a terminal); yields `advance()`."""
+        if self.console is None or not getattr(self.console, "is_terminal", False):
+            yield lambda steps=1: None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=self.console, transient=True) as bar:
+            task = bar.add_task(description, total=total)
+            yield lambda steps=1: bar.advance(task, steps)
+
+
+def lab_module(name: str):
+    from gpu_labs import LABS
+
+    return importlib.import_module(LABS[name])
+
+
+def resolve_config(module, run_mode: str, overrides: dict):
+    """The lab's frozen defaults, shrunk for cpu_smoke, then the user's overrides."""
+    config = module.Config()
+    if run_mode == "cpu_smoke":
+        config = module.smoke(config)
+    return override(config, overrides)
+
+
+def default_model(run_mode: str) -> str:
+    return TINY if run_mode == "cpu_smoke" else SMOLLM2
+
+
+def run_lab(
+    name: str,
+    run_mode: str,
+    label: str | None = None,
+    out: Path | None = None,
+    model: str | None = None,
+    overrides: dict | None = None,
+    console=None,
+    root: Path | None = None,
+) -> tuple[dict, Path]:
+    """Run lab `name`; returns (evidence, run folder). Raises LabRefusal before anything is written."""
+    if run_mode not in RUN_MODES:
+        raise LabRefusal(f"run mode {run_mode!r} is not one of {', '.join(RUN_MODES)}")
+    module = lab_module(name)
+    config = resolve_config(module, run_mode, overrides or {})
+    import torch
+
+    if run_mode == "real_gpu" and not torch.cuda.is_available():
+        raise LabRefusal("real_gpu needs CUDA, and torch sees no GPU here; use --run-mode cpu_smoke or dry_run")
+    model = model or default_model(run_mode)
+    label = label or default_label(run_mode)
+    out_dir = claim_run_dir(name, label, out, **({"root": root} if root else {}))
+    lab_run = LabRun(name, run_mode, label, out_dir, "cuda" if run_mode == "real_gpu" else "cpu", model, console)
+    record = {
+        "schema": ev.SCHEMA,
+        "lab": name,
+        "title": module.TITLE,
+        "lesson": module.LESSON,
+        "run_mode": run_mode,
+        "label": label,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "framework": ev.framework_versions(),
+        "hardware": ev.hardware(),
+        "config": as_dict(config),
+        "workload": module.workload(config),
+        "model": {},
+        "stages": {},
+        "peak_memory": {},
+        "results": {},
+        "failure": None,
+        "decision": NOT_MEASURED,
+    }
+    try:
+        if run_mode == "dry_run":
+            with lab_run.stage("describe_model"):
+                record["model"] = describe_model(model)
+        else:
+            ev.reset_peak_memory()
+            results, decision = module.run(config, lab_run)
+            record.update(results=results, decision=decision)
+            record["model"] = lab_run.extra.pop("model", record["model"])
+    except Exception as error:  # the run failed: keep the evidence of how far it got
+        record["failure"] = {
+            "stage": lab_run.stages.current,
+            "type": type(error).__name__,
+            "message": str(error).strip().splitlines()[0] if str(error).strip() else "",
+            "traceback": traceback.format_exc(limit=-8),
+        }
+        record["decision"] = REJECT_UNTIL_FIXED
+    record.update(lab_run.extra)
+    record["stages"] = lab_run.stages.seconds
+    record["peak_memory"] = ev.peak_memory()
+    record["curves"] = lab_run.curves
+    from gpu_labs.plots import save_curves
+
+    png = (
+        save_curves(out_dir / CURVES_FILE, lab_run.curves, f"{name} · {label} ({run_mode})") if lab_run.curves else None
+    )
+    record["artifacts"] = {
+        **record.get("artifacts", {}),
+        "evidence": EVIDENCE_FILE,
+        **({"curves": CURVES_FILE} if png else {}),
+    }
+    record["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    ev.write_json_atomic(out_dir / EVIDENCE_FILE, record)
+    return record, out_dir
