@@ -16,6 +16,7 @@ and sha256 of the weights.
 import contextlib
 import importlib.util
 import io
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -193,4 +194,6 @@ def add_lora(model, rank: int = 8, alpha: int = 16, targets=("q_proj", "v_proj")
         bias="none",
         task_type=TaskType.CAUSAL_LM,
     )
-    return get_peft_model(model, config)
+    with warnings.catch_warnings():  # peft still calls transformers' deprecated is_gradient_checkpointing
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return get_peft_model(model, config)

@@ -36,6 +36,7 @@ def save_curves(path: Path, curves: dict[str, list], title: str, x_label: str = 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     figure, axes = plt.subplots(len(series), 1, figsize=(6, 1.9 * len(series) + 0.6), sharex=False, squeeze=False)
     for axis, (name, values) in zip(axes[:, 0], series.items()):
@@ -44,6 +45,7 @@ def save_curves(path: Path, curves: dict[str, list], title: str, x_label: str = 
         axis.set_ylabel(name, fontsize=8)
         axis.grid(alpha=0.3)
         axis.tick_params(labelsize=7)
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     axes[-1, 0].set_xlabel(x_label, fontsize=8)
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()

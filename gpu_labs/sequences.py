@@ -128,6 +128,7 @@ def sample_groups(
             num_return_sequences=group_size,
             pad_token_id=tokenizer.pad_token_id,
             eos_token_id=tokenizer.eos_token_id,
+            use_cache=True,  # load_model turns the cache off for training; generation needs it (~10x)
         )  # (P * G, prompt_len + new)
     model.train(was_training)
     generated = output[:, encoded["input_ids"].shape[1] :].tolist()

