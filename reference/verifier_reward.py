@@ -29,8 +29,9 @@ Conventions (pinned here, argued in the lesson):
 - Correct means |predicted - gold| <= 1e-4 (absolute); gold None means nothing can be correct.
 - The format bonus needs exactly one "<answer>" and one "</answer>" around a single number.
 - integer-answer-v1 keeps the lesson's integer rule as it is: "4.0" parses as 0, "1,234" as 234.
-- The combined reward is float32 (TRL's dtype). TRL also nansums, but gives an all-None row 0
-  (with a warning); here that row stays NaN so the caller must decide what to do with it.
+- The combined reward is float32 (TRL's dtype). An all-None row stays NaN, as in TRL 1.16 (which
+  warns, sets the row back to NaN after its nansum, leaves it out of the group's mean and std,
+  and gives it advantage 0); here the caller must decide what to do with it.
 """
 
 import math
