@@ -5,12 +5,14 @@ Exit status: 0 success; 1 checks failed or the action was refused; 2 usage error
 """
 
 import json
+import os
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import click
 
+from gpu_labs.cli import lab
 from grader import DEFAULT_TIMEOUT, catalogue
 from grader.catalogue import Kata
 from grader.i18n import pick_language
@@ -167,6 +169,11 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every failing check in full.")
+@click.option(
+    "--against",
+    type=click.Choice(["trl"]),
+    help="Take expected values from TRL 1.16.0's own code where it has the function (needs trl installed).",
+)
 @timeout_option
 @lang_option
 def check(
@@ -175,13 +182,23 @@ def check(
     file_path: Path | None,
     as_json: bool,
     verbose: bool,
+    against: str | None,
     timeout: float,
     lang: str | None,
 ) -> int:
     """Grade your file for KATA: each check runs in its own process, with a time limit."""
+    from grader.against import AgainstError, require
     from grader.grading import GradingError, grade
     from grader.report import build_report
 
+    if against:
+        try:
+            require(against, kata.slug)
+        except AgainstError as error:
+            if error.status == 2:
+                raise click.UsageError(str(error)) from None
+            errors.print(f"kata: {error}", style="error")
+            return 1
     workspace = _workspace(workspace_dir)
     path = file_path or workspace.kata_file(kata.slug)
     if not path.is_file():
@@ -190,11 +207,11 @@ def check(
         return 1
     try:
         with console.status(f"checking {path} …") if console.is_terminal and not as_json else nullcontext():
-            result = grade(kata, path, timeout)
+            result = grade(kata, path, timeout, against=against)
     except GradingError as error:
         errors.print(f"kata: {error}", style="error")
         return 1
-    if file_path is None:
+    if file_path is None and not against:  # progress counts the kata's own grading only
         workspace.record_check(kata.slug, result)
         _flush_warnings(workspace)
     if as_json:
@@ -484,6 +501,91 @@ def _record_drill(workspace: Workspace, slug: str, level: str, right: int, total
     when = datetime.now().astimezone().isoformat(timespec="seconds")
     workspace.update(slug, drill=best_scores(record.get("drill"), level, right, total, when))
     _flush_warnings(workspace)
+
+
+@cli.command()
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--katas", "kata_names", metavar="A,B", help="Grade only these katas (default: every kata handed in).")
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=lambda: os.cpu_count() or 1, help="Files graded at once."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("grades"),
+    show_default=True,
+    help="Folder for grades.csv, grades.json, junit/ and the per-file results.",
+)
+@timeout_option
+@click.option(
+    "--memory", type=click.IntRange(min=16), default=1024, show_default=True, help="Memory each check may add, in MB."
+)
+@click.option("--force", is_flag=True, help="Grade every file again, even those graded before and unchanged.")
+@lang_option
+def grade(
+    submissions: Path,
+    kata_names: str | None,
+    workers: int,
+    out: Path,
+    timeout: float,
+    memory: int,
+    force: bool,
+    lang: str | None,
+) -> int:
+    """Grade a class: SUBMISSIONS holds one folder per student, each with any number of kata files.
+
+    \b
+    Each file is graded with the checks of `kata check`, in a scratch copy of its folder, with a
+    time and a memory limit per check; results are saved as each file finishes, so a rerun grades
+    only what is new or changed. Writes OUT/grades.csv, OUT/grades.json and OUT/junit/STUDENT.xml.
+    """
+    from grader import batch, gradesheet
+
+    slugs = None
+    if kata_names is not None:
+        slugs = [name.strip() for name in kata_names.split(",") if name.strip()]
+        if not slugs:
+            raise click.BadParameter("name at least one kata", param_hint="--katas")
+        for name in slugs:
+            try:
+                catalogue.get_kata(name)
+            except catalogue.UnknownKata as error:
+                raise click.BadParameter(str(error), param_hint="--katas") from None
+    settings = batch.Settings(timeout=timeout, memory_mb=memory)
+    try:
+        roster = batch.discover(submissions, slugs, settings, exclude=(out,))
+    except batch.BatchError as error:
+        raise click.UsageError(str(error)) from None
+    if not roster.students:
+        errors.print(f"kata: no student folders in {submissions}; nothing to grade.", style="warning")
+        return 1
+    with _grading_progress(len(roster.jobs)) as advance:
+        run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
+    sheet = gradesheet.build_sheet(roster, run.records)
+    gradesheet.write_sheet(sheet, out)
+    console.print(
+        f"graded {run.graded}, unchanged {run.reused}; wrote {out / 'grades.csv'}, {out / 'grades.json'}, {out / 'junit'}",
+        style="muted",
+    )
+    console.print(gradesheet.build_summary(sheet, pick_language(lang)))
+    return 0
+
+
+@contextmanager
+def _grading_progress(total: int):
+    """A progress bar on a terminal (nothing otherwise); yields the function that advances it."""
+    if not console.is_terminal:
+        yield lambda: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console._console, transient=True) as bar:
+        task = bar.add_task("grading", total=total)
+        yield lambda: bar.advance(task)
+
+
+cli.add_command(lab)  # `kata lab ...` (gpu_labs/cli.py)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -261,10 +261,13 @@ def rejects_with_value_error(why: str, call: str, run) -> None:
 
 
 def _where(values: torch.Tensor) -> tuple[int, ...]:
-    if values.ndim == 0:
-        return ()
+    """Index of the largest entry. Plain arithmetic: torch.unravel_index imports sympy (2 s) on first use."""
     flat = int(values.reshape(-1).argmax())
-    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), values.shape))
+    index = []
+    for size in reversed(values.shape):
+        flat, position = divmod(flat, size)
+        index.append(position)
+    return tuple(reversed(index))
 
 
 def _kind(value) -> str:

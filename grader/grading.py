@@ -11,6 +11,7 @@ from pathlib import Path
 
 from grader import DEFAULT_TIMEOUT
 from grader.catalogue import Kata
+from grader.isolation import NO_LIMITS, Limits
 from grader.results import GradeResult
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -20,38 +21,56 @@ class GradingError(RuntimeError):
     """The grading process itself failed (not the learner's code)."""
 
 
-def grade(kata: Kata, target: str | Path, timeout: float = DEFAULT_TIMEOUT) -> GradeResult:
+def pytest_arguments(
+    kata: Kata, target: str | Path, timeout: float, report: Path, limits: Limits = NO_LIMITS, against: str | None = None
+) -> list[str]:
+    """The arguments of the pytest run that grades `target` and writes its result to `report`."""
+    arguments = [
+        str(kata.checks_path),
+        "-p",
+        "grader.plugin",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--no-header",
+        "-rN",
+        "--rootdir",
+        str(PROJECT_ROOT),
+        "-c",
+        str(PROJECT_ROOT / "grader" / "pytest-kata.ini"),
+        "--kata",
+        kata.slug,
+        "--kata-timeout",
+        str(timeout),
+        "--kata-report",
+        str(report),
+    ]
+    if isinstance(target, Path):
+        arguments += ["--kata-file", str(target.resolve())]
+    else:
+        arguments += ["--kata-target", target]
+    if limits.memory_mb is not None:
+        arguments += ["--kata-memory", str(limits.memory_mb)]
+    if limits.processes is not None:
+        arguments += ["--kata-processes", str(limits.processes)]
+    if against:
+        arguments += ["--kata-against", against]
+    return arguments
+
+
+def grade(
+    kata: Kata,
+    target: str | Path,
+    timeout: float = DEFAULT_TIMEOUT,
+    limits: Limits = NO_LIMITS,
+    against: str | None = None,
+) -> GradeResult:
     """Run every check of `kata` against `target` (a file's Path, or "reference", "template" or
-    "misconception:ID"), each in its own child process limited to `timeout` seconds."""
+    "misconception:ID"), each in its own child process limited to `timeout` seconds; with
+    `against="trl"`, TRL's code gives the expected values where it has the function."""
     with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
         report = Path(scratch) / "result.json"
-        command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            str(kata.checks_path),
-            "-p",
-            "grader.plugin",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "--no-header",
-            "-rN",
-            "--rootdir",
-            str(PROJECT_ROOT),
-            "-c",
-            str(PROJECT_ROOT / "grader" / "pytest-kata.ini"),
-            "--kata",
-            kata.slug,
-            "--kata-timeout",
-            str(timeout),
-            "--kata-report",
-            str(report),
-        ]
-        if isinstance(target, Path):
-            command += ["--kata-file", str(target.resolve())]
-        else:
-            command += ["--kata-target", target]
+        command = [sys.executable, "-m", "pytest", *pytest_arguments(kata, target, timeout, report, limits, against)]
         env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
         try:
             done = subprocess.run(

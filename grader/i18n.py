@@ -21,6 +21,9 @@ PHRASES = {
         "hint_more": "Run the same command again for the next hint.",
         "checks": "checks",
         "more": "(the others above in one line each; kata check {slug} --verbose shows every message)",
+        "against": "against TRL {version}: {n} of {total} checks took their expected values from TRL's code,"
+        " the rest from the reference (input contracts, functions TRL lacks) or from the check itself",
+        "from_trl": "expected values from TRL",
     },
     "zh": {
         "whole": "整个函数",
@@ -38,6 +41,9 @@ PHRASES = {
         "hint_more": "再次运行同一命令可查看下一条提示。",
         "checks": "项检查",
         "more": "（其余检查各占一行；kata check {slug} --verbose 显示全部信息）",
+        "against": "对照 TRL {version}：{total} 项检查中有 {n} 项的期望值来自 TRL 的代码，"
+        "其余来自参考答案（输入约定、TRL 没有的函数）或检查本身",
+        "from_trl": "期望值来自 TRL",
     },
 }
 

@@ -6,6 +6,11 @@ drains the output while it waits, keeping only the head and the tail (megabytes 
 no memory), kills the whole process group at the deadline or once the child is gone, and says
 what happened: finished, timed out, killed by a signal, or exited early without an answer.
 
+`Limits` bound what the child may take: address space beyond what it already has (a memory
+bomb gets MemoryError or torch's "can't allocate memory" instead of swapping the machine) and, for
+a user other than root (root ignores it), the number of processes. A fork that cannot start (a
+fork bomb left the process table full) is an outcome, not an exception.
+
 `traced(name, fn)` wraps a learner function so that the parent knows which learner call was
 running when the child hung or died (a shared page written before and after each call), and so
 that a function already known to hang is not waited for again.
@@ -16,6 +21,7 @@ import functools
 import mmap
 import os
 import pickle
+import resource
 import select
 import signal
 import sys
@@ -36,6 +42,18 @@ class KnownHang(BaseException):  # BaseException: a learner's `except Exception`
         self.name = name
 
 
+MEMORY_EXIT = 75  # the child's exit status when the grading side itself ran out of memory
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int | None = None  # address space the child may add to what it inherits
+    processes: int | None = None  # processes (threads) beyond the user's current ones; not for root
+
+
+NO_LIMITS = Limits()
+
+
 @dataclass
 class ForkOutcome:
     finished: bool = False  # fn returned and its value arrived
@@ -46,20 +64,26 @@ class ForkOutcome:
     output: str = ""  # head and tail of what the child printed
     output_bytes: int = 0
     where: str = ""  # learner call running when the child stopped, if any
+    start_error: str = ""  # why no child could be forked at all
 
 
-def run_forked(fn, timeout: float) -> ForkOutcome:
+def run_forked(fn, timeout: float, limits: Limits = NO_LIMITS) -> ForkOutcome:
     """Run `fn()` in a forked child for at most `timeout` seconds; never raises for the child's sake."""
     _set_call("")
     out_r, out_w = os.pipe()
     res_r, res_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as error:  # EAGAIN: the process table (or this box's share of it) is full
+        for fd in (out_r, out_w, res_r, res_w):
+            os.close(fd)
+        return ForkOutcome(start_error=error.strerror or str(error))
     if pid == 0:  # child
         os.close(out_r)
         os.close(res_r)
-        _child(fn, out_w, res_w)
+        _child(fn, out_w, res_w, limits)
     os.close(out_w)
     os.close(res_w)
     outcome = ForkOutcome()
@@ -78,10 +102,11 @@ def run_forked(fn, timeout: float) -> ForkOutcome:
     return outcome
 
 
-def _child(fn, out_w: int, res_w: int) -> None:
+def _child(fn, out_w: int, res_w: int, limits: Limits) -> None:
     code = 0
     try:
         os.setpgid(0, 0)
+        _apply(limits)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out_w, 1)
@@ -97,15 +122,47 @@ def _child(fn, out_w: int, res_w: int) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(res_w, view) :]
-    except BaseException:
+    except BaseException as error:
         traceback.print_exc()
-        code = 70
+        code = MEMORY_EXIT if isinstance(error, MemoryError) else 70
     finally:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _apply(limits: Limits) -> None:
+    """Set the child's resource limits, relative to what it holds now."""
+    if limits.memory_mb is not None:
+        cap = _address_space() + limits.memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    if limits.processes is not None and os.geteuid() != 0:
+        cap = _user_tasks() + limits.processes
+        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        resource.setrlimit(resource.RLIMIT_NPROC, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+
+
+def _address_space() -> int:
+    """Bytes of virtual memory this process has mapped (VmSize)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _user_tasks() -> int:
+    """Threads of every process of this user: what RLIMIT_NPROC counts."""
+    uid, count = os.geteuid(), 0
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry}/task"))
+        except OSError:  # gone meanwhile
+            pass
+    return count
 
 
 class _Output:

@@ -9,9 +9,15 @@ import traceback
 from dataclasses import dataclass
 
 from grader.expect import CheckFailed, MissingFunction
-from grader.isolation import ForkOutcome, KnownHang
+from grader.isolation import MEMORY_EXIT, ForkOutcome, KnownHang
 
 _TODO_IN_MESSAGE = re.compile(r"^TODO (\d+)")
+MEMORY_LIMIT = "memory limit exceeded"
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Python's MemoryError, or torch's allocator refusing (RuntimeError "can't allocate memory")."""
+    return isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and "can't allocate memory" in str(error))
 
 
 @dataclass
@@ -33,6 +39,8 @@ def from_exception(error: BaseException, learner_file: str | None) -> Outcome:
     if isinstance(error, KnownHang):
         return Outcome("timeout", f"not run again: `{error.name}` already ran out of time in an earlier check")
     where = _learner_line(error, learner_file)
+    if out_of_memory(error):
+        return Outcome("error", f"{MEMORY_LIMIT}{where}: your code asked for more memory than a check may use")
     if isinstance(error, SystemExit):
         return Outcome("error", f"your code called sys.exit({error.code!r}){where}: a check cannot finish that way")
     kind = type(error).__name__
@@ -42,6 +50,14 @@ def from_exception(error: BaseException, learner_file: str | None) -> Outcome:
 def from_fork(fork: ForkOutcome, timeout: float) -> Outcome:
     """Explain a child that never reported (timed out, crashed, or exited early)."""
     inside = f" inside `{fork.where}`" if fork.where else ""
+    if fork.start_error:
+        return Outcome(
+            "error",
+            f"the check could not start ({fork.start_error}): processes your code left running "
+            "fill the process table (a fork bomb?)",
+        )
+    if fork.exit_code == MEMORY_EXIT:
+        return Outcome("error", f"{MEMORY_LIMIT}{inside}: the check ran out of memory")
     if fork.timed_out:
         return Outcome("timeout", f"did not finish within {timeout:g} s{inside}: an endless loop, or far too slow")
     if fork.signal_name:
@@ -60,6 +76,8 @@ def import_failure(error: BaseException, learner_file: str) -> str:
         return f"SyntaxError on line {error.lineno}: {error.msg}" + (f"  ->  {line}" if line else "")
     if isinstance(error, SystemExit):
         return f"the file calls sys.exit({error.code!r}) while it is being loaded"
+    if out_of_memory(error):
+        return f"{MEMORY_LIMIT} while loading the file{_learner_line(error, learner_file)}"
     return f"{type(error).__name__} while loading the file: {error}{_learner_line(error, learner_file)}"
 
 

@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 
 from grader import DEFAULT_TIMEOUT
+from grader.against import AgainstError, TrlUnavailable, require
 from grader.catalogue import UnknownKata, get_kata
 from grader.expect import Expect
+from grader.isolation import Limits
 from grader.session import KataSession
 from grader.targets import BUILTIN_TARGETS, TargetError
 
@@ -31,6 +33,9 @@ HELP_FILE = "the file to grade"
 HELP_TARGET = "grade a built-in module instead: reference, template, or misconception:ID"
 HELP_TIMEOUT = "time limit of each check, in seconds (default: 10)"
 HELP_REPORT = "write the grading result as JSON to PATH"
+HELP_MEMORY = "memory each check's process may add, in MB (default: no limit)"
+HELP_PROCESSES = "processes each check may start, when not run as root (default: no limit)"
+HELP_AGAINST = "take expected values from trl (TRL 1.16.0's own code) where it has the function"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,6 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-target", metavar="TARGET", help=HELP_TARGET)
     group.addoption("--kata-timeout", metavar="S", type=float, default=DEFAULT_TIMEOUT, help=HELP_TIMEOUT)
     group.addoption("--kata-report", metavar="PATH", help=HELP_REPORT)
+    group.addoption("--kata-memory", metavar="MB", type=int, help=HELP_MEMORY)
+    group.addoption("--kata-processes", metavar="N", type=int, help=HELP_PROCESSES)
+    group.addoption("--kata-against", metavar="ORACLE", help=HELP_AGAINST)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -58,8 +66,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if not slug:
         return
     try:
-        config.stash[SESSION] = KataSession(config, get_kata(slug), _target(config), config.getoption("kata_timeout"))
-    except (UnknownKata, TargetError) as error:
+        limits = Limits(config.getoption("kata_memory"), config.getoption("kata_processes"))
+        kata = get_kata(slug)
+        against = config.getoption("kata_against")
+        if against:
+            require(against, kata.slug)
+        timeout = config.getoption("kata_timeout")
+        config.stash[SESSION] = KataSession(config, kata, _target(config), timeout, limits, against)
+    except (UnknownKata, TargetError, AgainstError, TrlUnavailable) as error:
         raise pytest.UsageError(str(error)) from None
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(config.stash[SESSION].kata.checks_path)]

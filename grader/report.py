@@ -11,6 +11,7 @@ from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
+from grader.against import TRL_VERSION
 from grader.catalogue import Kata, localized
 from grader.i18n import phrase
 from grader.results import CheckResult, GradeResult
@@ -34,6 +35,8 @@ def build_report(
         Text.assemble((f"{kata.slug} · {localized(kata.title, lang)}", "title"), ("  " + target_label, "muted")),
         Text(),
     ]
+    if result.against:
+        parts[1:1] = [_against_line(result, lang)]
     if result.load_error:
         parts += [Text(phrase(lang, "not_loaded") + ":", style="error"), _pad(Text(result.load_error), (0, 0, 1, 4))]
     else:
@@ -43,6 +46,11 @@ def build_report(
             parts += _diagnosis(result, kata, lang)
     parts += [Text(_next_step(result, kata, lang), style="next"), Text(summary_line(result))]
     return Group(*parts)
+
+
+def _against_line(result: GradeResult, lang: str) -> Text:
+    n = sum(check.expected_from == result.against for check in result.checks)
+    return Text(phrase(lang, "against", version=TRL_VERSION, n=n, total=len(result.checks)), style="muted")
 
 
 def _by_todo(checks: list[CheckResult]) -> list[tuple[int | None, list[CheckResult]]]:
@@ -112,8 +120,11 @@ def _failed_title(check: CheckResult, kata: Kata, lang: str, diagnosis: str | No
 
 
 def _failed_check(check: CheckResult, kata: Kata, lang: str) -> RenderableType:
+    source = f"  ({phrase(lang, 'from_trl')})" if check.expected_from == "trl" else ""
     parts: list[RenderableType] = [
-        Text.assemble((f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status)),
+        Text.assemble(
+            (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (source, "muted")
+        ),
         _pad(Text(_clip(check.message, MESSAGE_LINES), style="code"), (0, 0, 0, 2)),
     ]
     if check.output.strip():

@@ -19,6 +19,7 @@ class CheckResult:
     output: str = ""  # what the learner's code printed (head and tail), for failed checks
     matches: list[str] = field(default_factory=list)  # every misconception that fits this failure
     title_zh: str = ""  # the docstring's "zh:" line
+    expected_from: str = "reference"  # what gave the expected values: "reference", or "trl" (--against trl)
 
     def title_in(self, lang: str) -> str:
         return self.title_zh if lang == "zh" and self.title_zh else self.title
@@ -30,6 +31,7 @@ class GradeResult:
     target: str
     checks: list[CheckResult]
     load_error: str | None = None
+    against: str | None = None  # "trl" when graded with --against trl
 
     @property
     def passed(self) -> int:
@@ -66,6 +68,7 @@ class GradeResult:
         return {
             "kata": self.kata,
             "target": self.target,
+            "against": self.against,
             "passed": self.passed,
             "failed": self.failed,
             "score": self.score,
@@ -79,4 +82,4 @@ class GradeResult:
     def from_json(cls, data: dict) -> "GradeResult":
         matches = data.get("matches", {})
         checks = [CheckResult(**item, matches=matches.get(item["name"], [])) for item in data["checks"]]
-        return cls(data["kata"], data["target"], checks, data.get("load_error"))
+        return cls(data["kata"], data["target"], checks, data.get("load_error"), data.get("against"))

@@ -11,31 +11,47 @@ check in exactly the same way.
 
 import inspect
 import time
+import traceback
 from pathlib import Path
 
 import pytest
 from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
-from grader import outcomes
+from grader import guard, outcomes
 from grader.catalogue import Kata
 from grader.expect import Expect, MissingFunction
-from grader.isolation import run_forked
+from grader.isolation import NO_LIMITS, Limits, run_forked
 from grader.results import CheckResult, GradeResult
 from grader.targets import load_module, load_target, target_source
 
 OUTCOME_KEY = "kata_outcome"
+EXPECTED_FROM_KEY = "kata_expected_from"  # "trl" when a TRL function gave the check's expected values
 FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
 
 
 class KataSession:
-    def __init__(self, config: pytest.Config, kata: Kata, spec: str | Path, timeout: float):
+    def __init__(
+        self,
+        config: pytest.Config,
+        kata: Kata,
+        spec: str | Path,
+        timeout: float,
+        limits: Limits = NO_LIMITS,
+        against: str | None = None,
+    ):
         self.config = config
         self.kata = kata
         self.spec = spec
         self.timeout = timeout
+        self.limits = limits
+        self.against = against
         self.learner_file = target_source(kata, spec)[1]
         self.reference = load_module(kata.solution(), f"<reference {kata.slug}>", f"kata_reference_{kata.slug}")
+        if against:  # the checks' expected values come from TRL where it has the function (grader.trl_oracle)
+            from grader.trl_oracle import oracle_module
+
+            self.reference = oracle_module(self.reference, kata.slug)
         self.variants = {
             item.id: load_module(kata.variant(item.id), f"<misconception {item.id}>", f"kata_variant_{item.id}")
             for item in kata.misconceptions
@@ -59,7 +75,7 @@ class KataSession:
 
         torch.set_num_threads(1)
         gc.freeze()
-        fork = run_forked(self._load_in_child, self.timeout)
+        fork = run_forked(self._load_in_child, self.timeout, self.limits)
         if fork.finished:
             self.load_error = fork.value
         else:
@@ -69,16 +85,17 @@ class KataSession:
 
     def run(self, item: pytest.Item) -> list[TestReport]:
         """Run one check in a child; return its reports and record its result."""
-        output, reports, annotation = "", None, None
+        output, reports, annotation, expected_from = "", None, None, "reference"
         if self.load_error:
             annotation = {"status": "error", "message": f"your file could not be loaded: {self.load_error}"}
         else:
-            fork = run_forked(lambda: self._run_in_child(item), self.timeout)
+            fork = run_forked(lambda: self._run_in_child(item), self.timeout, self.limits)
             output = fork.output
             if fork.finished:
                 hook = self.config.hook
                 reports = [hook.pytest_report_from_serializable(config=self.config, data=data) for data in fork.value]
                 annotation = next((dict(r.user_properties)[OUTCOME_KEY] for r in reports if r.failed), None)
+                expected_from = dict(reports[0].user_properties).get(EXPECTED_FROM_KEY, expected_from)
             else:
                 outcome = outcomes.from_fork(fork, self.timeout)
                 annotation = {"status": outcome.status, "message": outcome.message}
@@ -95,27 +112,33 @@ class KataSession:
                 message="" if passed else annotation["message"],
                 output="" if passed else output,
                 matches=[] if passed else annotation.get("matches", []),
+                expected_from=expected_from,
             )
         )
         return reports
 
     def grade(self) -> GradeResult:
-        result = GradeResult(self.kata.slug, str(self.spec), self.results, self.load_error)
+        result = GradeResult(self.kata.slug, str(self.spec), self.results, self.load_error, self.against)
         result.settle_misconceptions()
         return result
 
     # -- child side ----------------------------------------------------------------------------
     def _load_in_child(self) -> str | None:
+        guard.seal()
         try:
             load_target(self.kata, self.spec)
         except BaseException as error:  # anything at all: the file is the learner's
+            _release(error)
             return outcomes.import_failure(error, self.learner_file)
         return None
 
     def _run_in_child(self, item: pytest.Item) -> list[dict]:
+        guard.seal()
         self.in_child = True
         self.fingerprint_deadline = time.monotonic() + FINGERPRINT_SHARE * self.timeout
         reports = runtestprotocol(item, log=False)
+        if self.against and self.reference.trl_calls:
+            reports[0].user_properties.append((EXPECTED_FROM_KEY, self.against))
         return [self.config.hook.pytest_report_to_serializable(config=self.config, report=r) for r in reports]
 
     def load_learner(self):
@@ -123,6 +146,7 @@ class KataSession:
 
     def annotate(self, item: pytest.Item, error: BaseException, report: TestReport) -> None:
         """Classify a failure in the child; name the misconceptions that fail the check the same way."""
+        _release(error)
         outcome = outcomes.from_exception(error, self.learner_file)
         matches = []
         if report.when == "call" and _fingerprintable(error):
@@ -145,6 +169,12 @@ class KataSession:
                 if _same_failure(error, failure):
                     matches.append(misconception_id)
         return matches
+
+
+def _release(error: BaseException) -> None:
+    """After running out of memory, free what the failed frames still hold (the rest needs some)."""
+    if outcomes.out_of_memory(error):
+        traceback.clear_frames(error.__traceback__)
 
 
 def _fingerprintable(error: BaseException) -> bool:

@@ -1,0 +1,401 @@
+"""Grade a class: every student's kata files, in parallel, resumably, whatever a file does.
+
+Read: SUBMISSIONS/<student>/<slug>.py, any number of katas per student; the folder's other files
+travel with it (a helper module it imports). Written: OUT/results/<student>/<slug>.json, one per
+graded file, atomically, the moment it is graded. A rerun reuses a result whose digest is
+unchanged: the file, its folder's other files, the kata (checks, reference, misconceptions), the
+grader's own source and the limits. `force` regrades everything.
+
+One file (`grade_file`, in a pool worker): the student's folder is copied (regular files only,
+links not followed) to a scratch folder that becomes the cwd, HOME and TMPDIR; the worker forks a
+child that enters a containment box (grader.containment) and runs, in-process, the same pytest
+run `kata check` starts (grader.grading.pytest_arguments), with a memory and a process limit for
+each check. Workers import torch and pytest once, so a file costs a fork, not a Python start. The
+report goes to a second private folder with a random name; the worker kills the box before it
+reads the report, checks it, and turns every other ending into a result with a reason.
+
+The pool is concurrent.futures.ProcessPoolExecutor with "spawn" workers; a worker that dies is
+replaced and its files are graded again.
+"""
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from multiprocessing import get_context
+from pathlib import Path
+
+from grader import DEFAULT_TIMEOUT, catalogue, containment
+from grader.results import STATUSES, GradeResult
+
+DEFAULT_MEMORY_MB = 1024
+RECORD_VERSION = 1
+COPY_LIMIT_BYTES = 20 * 2**20  # what a student's folder may bring along to the scratch copy
+COPY_LIMIT_FILES = 500
+GRADER_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    timeout: float = DEFAULT_TIMEOUT  # seconds per check
+    memory_mb: int = DEFAULT_MEMORY_MB  # memory each check may add
+    max_tasks: int = containment.MAX_TASKS  # processes and threads one file's grading may hold
+
+    @property
+    def run_limit(self) -> float:
+        """Seconds one file's whole grading run may take (as `kata check` allows)."""
+        return max(120.0, 60 * self.timeout)
+
+
+@dataclass(frozen=True)
+class Job:
+    student: str
+    slug: str
+    folder: Path
+    digest: str
+    settings: Settings
+
+
+@dataclass
+class Roster:
+    katas: list[str]  # the grade sheet's columns, in learning order
+    students: list[str]
+    jobs: list[Job]
+    strays: dict[str, list[str]] = field(default_factory=dict)  # student -> .py files named after no kata
+    ignored: list[str] = field(default_factory=list)  # entries of SUBMISSIONS that are not student folders
+
+
+class BatchError(ValueError):
+    """The submissions folder cannot be graded at all (a user error, said in one line)."""
+
+
+# -- discovery --------------------------------------------------------------------------------
+
+
+def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: tuple[Path, ...] = ()) -> Roster:
+    """The students (sub-folders of `root`) and their kata files; `slugs` limits the katas."""
+    if not root.is_dir():
+        raise BatchError(f"{root} is not a folder of student folders")
+    known = [kata.slug for kata in catalogue.all_katas()]
+    wanted = set(slugs or known)
+    excluded = {path.resolve() for path in exclude}
+    students, jobs, strays, ignored, found = [], [], {}, [], set()
+    for entry in sorted(root.iterdir(), key=lambda path: path.name):
+        if entry.name.startswith(".") or entry.resolve() in excluded:
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            ignored.append(entry.name)
+            continue
+        students.append(entry.name)
+        extras = folder_files(entry)
+        for path in sorted(entry.glob("*.py")):
+            slug = path.stem
+            if path.is_symlink() or not path.is_file():
+                continue
+            if slug not in known:
+                strays.setdefault(entry.name, []).append(path.name)
+            elif slug in wanted:
+                found.add(slug)
+                jobs.append(Job(entry.name, slug, entry, digest(entry, slug, settings, extras), settings))
+    columns = [slug for slug in known if slug in (set(slugs) if slugs else found)]
+    return Roster(columns, students, jobs, strays, ignored)
+
+
+def folder_files(folder: Path) -> list[str]:
+    """Relative paths of the regular files a student's folder brings along, in order, within the limits."""
+    names, total = [], 0
+    for top, dirs, files in os.walk(folder):  # does not follow links to folders
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(files):
+            path = Path(top) / name
+            if path.is_symlink() or not path.is_file():
+                continue
+            size = path.stat().st_size
+            if len(names) >= COPY_LIMIT_FILES or total + size > COPY_LIMIT_BYTES:
+                continue
+            names.append(path.relative_to(folder).as_posix())
+            total += size
+    return names
+
+
+def digest(folder: Path, slug: str, settings: Settings, files: list[str]) -> str:
+    """What a result depends on: this kata file, the folder's other files, the kata, the grader, the limits."""
+    katas = {f"{kata.slug}.py" for kata in catalogue.all_katas()}
+    hasher = hashlib.sha256(f"{RECORD_VERSION} {slug} {_grader_digest()} {_kata_digest(slug)} {settings}".encode())
+    hasher.update((folder / f"{slug}.py").read_bytes())
+    for name in files:
+        if name not in katas:
+            hasher.update(f"\0{name}\0".encode())
+            hasher.update((folder / name).read_bytes())
+    return hasher.hexdigest()
+
+
+@cache
+def _grader_digest() -> str:
+    hasher = hashlib.sha256()
+    for path in sorted(GRADER_DIR.glob("*.py")):
+        hasher.update(path.read_bytes())
+    return hasher.hexdigest()[:16]
+
+
+@cache
+def _kata_digest(slug: str) -> str:
+    kata = catalogue.get_kata(slug)
+    hasher = hashlib.sha256(kata.solution().encode())
+    for name in ("checks.py", "kata.toml", "misconceptions.toml"):
+        path = kata.folder / name
+        hasher.update(path.read_bytes() if path.exists() else b"")
+    return hasher.hexdigest()[:16]
+
+
+# -- results on disk --------------------------------------------------------------------------
+
+
+def record_path(out: Path, student: str, slug: str) -> Path:
+    return out / "results" / student / f"{slug}.json"
+
+
+def load_record(out: Path, job: Job) -> dict | None:
+    """The stored result of `job` if it is there, readable and of the same digest."""
+    try:
+        record = json.loads(record_path(out, job.student, job.slug).read_text(encoding="utf-8"))
+        GradeResult.from_json(record["grade"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return record if record.get("digest") == job.digest and record.get("version") == RECORD_VERSION else None
+
+
+def save_record(out: Path, record: dict) -> None:
+    from grader.workspace import atomic_write
+
+    atomic_write(record_path(out, record["student"], record["kata"]), json.dumps(record, ensure_ascii=False, indent=1))
+
+
+# -- the pool ---------------------------------------------------------------------------------
+
+
+@dataclass
+class BatchRun:
+    records: dict[tuple[str, str], dict]  # (student, slug) -> record
+    graded: int = 0
+    reused: int = 0
+
+
+def run_batch(
+    roster: Roster, out: Path, workers: int, force: bool = False, on_done: Callable[[dict], None] | None = None
+) -> BatchRun:
+    """Grade what is new or changed (everything with `force`), saving each result as it arrives.
+
+    At the end every record is saved again from memory: whatever a submission wrote over another's
+    result file while it ran (all its processes are dead by then) is undone.
+    """
+    run = BatchRun({})
+    todo = []
+    for job in roster.jobs:
+        record = None if force else load_record(out, job)
+        if record is None:
+            todo.append(job)
+        else:
+            run.records[job.student, job.slug] = record
+            run.reused += 1
+    for record in graded_records(todo, workers):
+        save_record(out, record)
+        run.records[record["student"], record["kata"]] = record
+        run.graded += 1
+        if on_done:
+            on_done(record)
+    for record in run.records.values():
+        save_record(out, record)
+    return run
+
+
+def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
+    """Records of `jobs` as they finish, from a pool of `workers` processes; a broken pool is replaced."""
+    pending = list(jobs)
+    while pending:
+        finished: set[Job] = set()
+        pool = ProcessPoolExecutor(min(workers, len(pending)), mp_context=get_context("spawn"), initializer=warm)
+        try:
+            futures = {pool.submit(grade_file, job): job for job in pending}
+            for future in as_completed(futures):
+                job = futures[future]
+                try:
+                    record = future.result()
+                except BrokenProcessPool:
+                    continue
+                except Exception as error:  # the grader's own failure: say so in this file's result
+                    record = failed_record(job, f"the grader failed on this file: {error}", 0.0)
+                finished.add(job)
+                yield record
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        left = [job for job in pending if job not in finished]
+        if len(left) == len(pending):  # not one finished: stop retrying
+            for job in left:
+                yield failed_record(job, "the grading worker died before this file was graded", 0.0)
+            return
+        pending = left
+
+
+def warm() -> None:
+    """Pool initializer: import once what every grading run needs."""
+    import _pytest.config  # noqa: F401
+    import torch  # noqa: F401
+
+    import grader.plugin  # noqa: F401
+
+
+# -- one file, in a worker --------------------------------------------------------------------
+
+
+def grade_file(job: Job) -> dict:
+    """Grade one student's kata file in a scratch copy of their folder, inside a box; never raises for the file's sake."""
+    from grader.grading import pytest_arguments
+    from grader.isolation import Limits
+
+    start = time.perf_counter()
+    kata = catalogue.get_kata(job.slug)
+    settings = job.settings
+    with (
+        tempfile.TemporaryDirectory(prefix="kata-grade-", ignore_cleanup_errors=True) as work,
+        tempfile.TemporaryDirectory(prefix="kata-report-", ignore_cleanup_errors=True) as private,
+    ):
+        scratch = Path(work)
+        copy_folder(job.folder, scratch, job.slug)
+        report = Path(private) / f"{secrets.token_hex(16)}.json"
+        log = Path(private) / "pytest.log"
+        limits = Limits(settings.memory_mb, settings.max_tasks)
+        arguments = pytest_arguments(kata, scratch / f"{job.slug}.py", settings.timeout, report, limits)
+        ending, peak_kb = _run_boxed(arguments, scratch, log, settings)
+        result = _read_report(report, job.slug)
+        if result is None:
+            reason = ending or f"the grading run ended without a result: {_last_line(log)}"
+            reason = reason.replace(f"{scratch}{os.sep}", f"{job.student}{os.sep}")
+            return failed_record(job, reason, time.perf_counter() - start, peak_kb)
+    return _record(job, result, time.perf_counter() - start, peak_kb)
+
+
+def copy_folder(folder: Path, scratch: Path, slug: str) -> None:
+    """The kata file and what the folder brings along (see folder_files) into `scratch`."""
+    for name in {f"{slug}.py", *folder_files(folder)}:
+        target = scratch / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / name, target, follow_symlinks=False)
+
+
+def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Settings) -> tuple[str, int]:
+    """Fork the pytest run inside a box; wait at most the run limit; kill whatever is left.
+
+    Returns (why it ended without a result, if it did so abnormally, else "") and the peak resident
+    memory of the run's process tree in KiB.
+    """
+    box = containment.Box(settings.max_tasks)
+    pid = os.fork()
+    if pid == 0:
+        _pytest_child(box, arguments, scratch, log)
+    box.started(pid)
+    ending, peak_kb = "", 0
+    try:
+        deadline = time.monotonic() + settings.run_limit
+        while True:
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                box.kill()
+                _, status, usage = os.wait4(pid, 0)
+                ending = f"the grading run did not finish within {settings.run_limit:g} s"
+                break
+            time.sleep(0.02)
+        peak_kb = usage.ru_maxrss
+        if not ending and os.WIFSIGNALED(status):
+            ending = f"the grading process was killed ({_signal_name(os.WTERMSIG(status))}), by the file's code?"
+    finally:
+        box.close()  # before the report is read: nothing the file started can write it any more
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    return ending, peak_kb
+
+
+def _pytest_child(box: containment.Box, arguments: list[str], scratch: Path, log: Path) -> None:
+    """In the forked child: enter the box, take the scratch folder as home, run pytest, exit."""
+    code = 70
+    try:
+        import resource
+
+        box.enter()
+        os.chdir(scratch)
+        output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.environ.update(HOME=str(scratch), TMPDIR=str(scratch), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+        tempfile.tempdir = None
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        import pytest
+
+        code = int(pytest.main(arguments))
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _read_report(report: Path, slug: str) -> GradeResult | None:
+    """The run's result if it is a well-formed result for this kata, else None."""
+    try:
+        result = GradeResult.from_json(json.loads(report.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    valid = result.kata == slug and all(check.status in STATUSES for check in result.checks)
+    return result if valid and (result.checks or result.load_error) else None
+
+
+def _last_line(log: Path) -> str:
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(0, log.stat().st_size - 4000))
+            lines = handle.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        lines = []
+    return lines[-1][:300] if lines else "no output"
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _record(job: Job, result: GradeResult, seconds: float, peak_kb: int = 0) -> dict:
+    result.target = f"{job.student}/{job.slug}.py"
+    return {
+        "version": RECORD_VERSION,
+        "student": job.student,
+        "kata": job.slug,
+        "digest": job.digest,
+        "seconds": round(seconds, 3),
+        "peak_kb": peak_kb,
+        "settings": asdict(job.settings),
+        "grade": result.to_json(),
+    }
+
+
+def failed_record(job: Job, reason: str, seconds: float, peak_kb: int = 0) -> dict:
+    """A result for a file whose grading run gave none: no checks, the reason as its load error."""
+    return _record(job, GradeResult(job.slug, f"{job.slug}.py", [], load_error=reason), seconds, peak_kb)

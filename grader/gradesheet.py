@@ -1,0 +1,231 @@
+"""A class's grade sheet: built from the batch's records, written as CSV, JSON and JUnit XML, and
+summarised as rich renderables (per-kata pass rate, score distribution, common misconceptions).
+
+`build_sheet` is plain data (what grades.json holds); the writers and the summary read only it.
+A kata a student did not hand in is "missing": an empty cell in the CSV, 0 in the student's mean.
+"""
+
+import csv
+import io
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from xml.etree import ElementTree
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from grader.catalogue import get_kata, localized
+from grader.results import GradeResult
+
+HISTOGRAM_BINS = 5  # score distribution: [0, 20%), [20%, 40%), ... [80%, 100%]
+TOP_MISCONCEPTIONS = 5
+BAR_WIDTH = 30
+_XML_UNSAFE = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def build_sheet(roster, records: dict[tuple[str, str], dict]) -> dict:
+    """{katas, students: {student: {slug: entry}}, strays, ignored}: every check of every file."""
+    students = {}
+    for student in roster.students:
+        row = {}
+        for slug in roster.katas:
+            record = records.get((student, slug))
+            row[slug] = _entry(record) if record else {"status": "missing", "score": 0.0, "checks": []}
+        students[student] = row
+    return {"katas": roster.katas, "students": students, "strays": roster.strays, "ignored": roster.ignored}
+
+
+def _entry(record: dict) -> dict:
+    result = GradeResult.from_json(record["grade"])
+    return {
+        "status": "graded",
+        "score": result.score,
+        "passed": result.passed,
+        "failed": result.failed,
+        "diagnosis": result.diagnosis,
+        "load_error": result.load_error,
+        "seconds": record.get("seconds"),
+        "checks": [
+            {
+                "name": c.name,
+                "title": c.title,
+                "status": c.status,
+                "message": c.message,
+                "misconception": c.misconception,
+            }
+            for c in result.checks
+        ],
+    }
+
+
+def student_mean(row: dict) -> float:
+    return round(sum(entry["score"] for entry in row.values()) / len(row), 4) if row else 0.0
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+def write_sheet(sheet: dict, out: Path) -> list[Path]:
+    """grades.csv, grades.json and junit/<student>.xml under `out`, each written atomically."""
+    from grader.workspace import atomic_write
+
+    written = [out / "grades.csv", out / "grades.json"]
+    atomic_write(written[0], grades_csv(sheet))
+    atomic_write(written[1], json.dumps(sheet, ensure_ascii=False, indent=1))
+    for student, row in sheet["students"].items():
+        path = out / "junit" / f"{student}.xml"
+        atomic_write(path, junit_xml(student, row))
+        written.append(path)
+    return written
+
+
+def grades_csv(sheet: dict) -> str:
+    """One row per student, one column per kata (the score, 0 to 1; empty when missing), and the mean."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", *sheet["katas"], "mean"])
+    for student, row in sheet["students"].items():
+        cells = ["" if row[slug]["status"] == "missing" else f"{row[slug]['score']:.4f}" for slug in sheet["katas"]]
+        writer.writerow([_cell(student), *cells, f"{student_mean(row):.4f}"])
+    return buffer.getvalue()
+
+
+def _cell(text: str) -> str:
+    """A name a spreadsheet would not run as a formula."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+def junit_xml(student: str, row: dict) -> str:
+    """JUnit XML: a testsuite per kata, a testcase per check; failure (wrong) or error (crash, timeout)."""
+    suites = ElementTree.Element("testsuites", name=_xml(student))
+    for slug, entry in row.items():
+        cases = entry["checks"] or [_whole_file_case(slug, entry)]
+        failures = sum(case["status"] == "failed" for case in cases)
+        errors = sum(case["status"] in ("error", "timeout") for case in cases)
+        suite = ElementTree.SubElement(
+            suites,
+            "testsuite",
+            name=slug,
+            tests=str(len(cases)),
+            failures=str(failures),
+            errors=str(errors),
+            skipped="0",
+            time=f"{entry.get('seconds') or 0:.3f}",
+        )
+        for case in cases:
+            node = ElementTree.SubElement(suite, "testcase", classname=f"{_xml(student)}.{slug}", name=case["name"])
+            if case["status"] != "passed":
+                tag = "failure" if case["status"] == "failed" else "error"
+                message = _xml(case["message"])
+                failure = ElementTree.SubElement(node, tag, type=case["status"], message=message.split("\n", 1)[0])
+                extra = f"\nmisconception: {case['misconception']}" if case.get("misconception") else ""
+                failure.text = message + extra
+    ElementTree.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(suites, encoding="unicode") + "\n"
+
+
+def _whole_file_case(slug: str, entry: dict) -> dict:
+    if entry["status"] == "missing":
+        return {"name": "submitted", "status": "failed", "message": f"no {slug}.py in the folder"}
+    return {"name": "graded", "status": "error", "message": entry.get("load_error") or "no checks ran"}
+
+
+def _xml(text: str) -> str:
+    return _XML_UNSAFE.sub("\N{REPLACEMENT CHARACTER}", text)
+
+
+# -- the summary ------------------------------------------------------------------------------
+
+
+def summary_line(sheet: dict) -> str:
+    entries = [entry for row in sheet["students"].values() for entry in row.values()]
+    graded = [entry for entry in entries if entry["status"] == "graded"]
+    passed = sum(entry["failed"] == 0 and entry["passed"] > 0 for entry in graded)
+    missing = len(entries) - len(graded)
+    students = _count(len(sheet["students"]), "student")
+    return (
+        f"{students}, {_count(len(graded), 'file')}: {passed} passed, {len(graded) - passed} failed, {missing} missing"
+    )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def build_summary(sheet: dict, lang: str = "en") -> RenderableType:
+    """Per-kata pass rates, the distribution of students' mean scores, the commonest misconceptions."""
+    parts: list[RenderableType] = [_kata_table(sheet), Text(), _distribution(sheet)]
+    common = _misconception_table(sheet, lang)
+    if common is not None:
+        parts += [Text(), common]
+    for student, names in sheet["strays"].items():
+        parts.append(Text(f"{student}: {', '.join(names)} named after no kata; not graded", style="warning"))
+    if sheet["ignored"]:
+        parts.append(Text(f"not student folders, ignored: {', '.join(sheet['ignored'])}", style="warning"))
+    parts += [Text(), Text(summary_line(sheet))]
+    return Group(*parts)
+
+
+def _kata_table(sheet: dict) -> Table:
+    table = Table(title="Per kata", title_justify="left", box=box.SIMPLE, title_style="title")
+    for header, justify in (("kata", "left"), ("handed in", "right"), ("all pass", "right"), ("pass rate", "right")):
+        table.add_column(header, justify=justify)
+    table.add_column("mean score", justify="right")
+    for slug in sheet["katas"]:
+        entries = [row[slug] for row in sheet["students"].values() if row[slug]["status"] == "graded"]
+        passed = sum(entry["failed"] == 0 and entry["passed"] > 0 for entry in entries)
+        rate = f"{passed / len(entries):.0%}" if entries else "-"
+        mean = f"{sum(e['score'] for e in entries) / len(entries):.2f}" if entries else "-"
+        table.add_row(slug, str(len(entries)), str(passed), rate, mean)
+    return table
+
+
+def score_histogram(sheet: dict) -> list[int]:
+    """How many students' mean scores fall in each of HISTOGRAM_BINS equal bins of [0, 1]."""
+    counts = [0] * HISTOGRAM_BINS
+    for row in sheet["students"].values():
+        counts[min(int(student_mean(row) * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+    return counts
+
+
+def _distribution(sheet: dict) -> RenderableType:
+    counts = score_histogram(sheet)
+    top = max(counts) or 1
+    lines = [Text("Score distribution (students' mean score)", style="title")]
+    for index, count in enumerate(counts):
+        low, high = index * 100 // HISTOGRAM_BINS, (index + 1) * 100 // HISTOGRAM_BINS
+        label = f"{low:>3}–{high}%" + (" " if high < 100 else "")
+        bar = "█" * round(BAR_WIDTH * count / top)
+        lines.append(
+            Text.assemble(f"  {label:<9}", (bar, "passed" if index == HISTOGRAM_BINS - 1 else "muted"), f" {count}")
+        )
+    return Group(*lines)
+
+
+def common_misconceptions(sheet: dict) -> list[tuple[str, str, int]]:
+    """(kata, misconception id, students whose file it explains), commonest first."""
+    counts = Counter(
+        (slug, entry["diagnosis"])
+        for row in sheet["students"].values()
+        for slug, entry in row.items()
+        if entry.get("diagnosis")
+    )
+    return [(slug, item, count) for (slug, item), count in counts.most_common(TOP_MISCONCEPTIONS)]
+
+
+def _misconception_table(sheet: dict, lang: str) -> Table | None:
+    common = common_misconceptions(sheet)
+    if not common:
+        return None
+    table = Table(title="Most common misconceptions", title_justify="left", box=box.SIMPLE, title_style="title")
+    table.add_column("students", justify="right")
+    table.add_column("kata")
+    table.add_column("misconception", style="misconception")
+    for slug, item, count in common:
+        title = localized(get_kata(slug).misconception(item).title, lang)
+        table.add_row(str(count), slug, f"{title} ({item})")
+    return table

@@ -1,0 +1,342 @@
+"""TRL's own code as a grading oracle: the reference functions' signatures, TRL 1.16.0's numbers.
+
+    compute_grpo_loss  GRPOTrainer._compute_loss (loss_type grpo / bnpo / dr_grpo, token-level
+                       ratio, two-sided clip at epsilon, k3 KL with beta and no bias correction)
+    dpo_loss           DPOTrainer._compute_loss (loss_type sigmoid / hinge / ipo)
+    combine_rewards    GRPOTrainer._calculate_rewards (None -> NaN, one column per function) and
+                       the weighted nansum of GRPOTrainer._generate_and_score_completions
+
+How, without a model: a trainer is built with `object.__new__` (its __init__ never runs, so no
+model, config or accelerator is made) and given exactly the attributes its loss method reads.
+The policy's forward is a stub that returns the caller's log-probs, so gradients flow back to
+them. TRL computes the old, reference and DPO reference log-probs under no_grad: they are
+passed detached. Eval mode, so no gradient-accumulation scaling.
+
+What stays the reference's: the input contract (each function first calls the reference, which
+raises ValueError on bad input) and the group advantages, which TRL's loss takes as an input
+(the kata's convention, population std clamped at eps, is not TRL's sample std + 1e-4).
+
+Every TRL failure that means its internals moved (an attribute it now reads, a method gone, a
+line no longer in its source) becomes one TrlUnavailable naming the pinned version.
+"""
+
+import functools
+import inspect
+import logging
+import types
+from collections import defaultdict
+
+import torch
+
+from grader.against import TRL_FUNCTIONS, TRL_PIP, TRL_VERSION, TrlUnavailable, trl_problem
+from reference import dpo_loss as dpo_reference
+from reference import grpo_loss as grpo_reference
+from reference import verifier_reward as reward_reference
+
+# GRPOTrainer._generate_and_score_completions combines the reward columns with these lines
+# (trl 1.16.0); combine_rewards runs the same statements after checking they are still there.
+COMBINE_LINES = (
+    "unscorable_mask = torch.isnan(rewards_per_func).all(dim=1)",
+    "rewards = (rewards_per_func * self.reward_weights.to(device).unsqueeze(0)).nansum(dim=1)",
+    "rewards[unscorable_mask] = torch.nan",
+)
+
+
+@functools.cache
+def trl():
+    """The `trl` module, after checking that it is the pinned version."""
+    problem = trl_problem()
+    if problem:
+        raise TrlUnavailable(problem)
+    import trl as module
+    from accelerate import PartialState
+
+    PartialState(cpu=True)  # TRL logs through accelerate, which needs its (single-process) state
+    return module
+
+
+def internals_changed(where: str, error: Exception) -> TrlUnavailable:
+    return TrlUnavailable(
+        f"TRL's {where} no longer works as trl {TRL_VERSION} did ({type(error).__name__}: {error});"
+        f" the oracle is written for that version: {TRL_PIP}"
+    )
+
+
+def run_trl(where: str, method, *args, **kwargs):
+    """Call a TRL method on a bare trainer; a missing attribute or key means TRL changed."""
+    try:
+        return method(*args, **kwargs)
+    except (AttributeError, KeyError, TypeError) as error:
+        raise internals_changed(where, error) from None
+
+
+class _Accelerator:
+    """Single process on the CPU: every reduction and gather is the identity."""
+
+    num_processes = 1
+    process_index = 0
+    is_main_process = True
+    sync_gradients = True
+    device = torch.device("cpu")
+
+    @staticmethod
+    def reduce(value, reduction="sum"):
+        return value
+
+    @staticmethod
+    def gather(value):
+        return value
+
+    gather_for_metrics = gather
+
+
+def bare_trainer(name: str, **attributes):
+    """An instance of trl.<name> whose __init__ never ran, carrying only `attributes`."""
+    try:
+        cls = getattr(trl(), name)
+    except AttributeError as error:
+        raise internals_changed(name, error) from None
+    trainer = object.__new__(cls)
+    trainer.__dict__.update(
+        model=types.SimpleNamespace(training=False),  # eval mode: no accumulation scaling
+        accelerator=_Accelerator(),
+        aux_loss_enabled=False,
+        _metrics={"train": defaultdict(list), "eval": defaultdict(list)},
+        **attributes,
+    )
+    return trainer
+
+
+def compute_grpo_loss(
+    log_probs_new,
+    log_probs_old,
+    rewards,
+    group_ids,
+    response_mask=None,
+    clip_range=0.2,
+    eps=1e-6,
+    log_probs_ref=None,
+    beta=0.0,
+    loss_type="grpo",
+):
+    """(loss, advantages) as reference.grpo_loss.compute_grpo_loss, the loss from GRPOTrainer._compute_loss."""
+    with torch.no_grad():  # the input contract, and the advantages TRL receives as an input
+        _, advantages = grpo_reference.compute_grpo_loss(
+            log_probs_new,
+            log_probs_old,
+            rewards,
+            group_ids,
+            response_mask,
+            clip_range,
+            eps,
+            log_probs_ref,
+            beta,
+            loss_type,
+        )
+    mask = torch.ones_like(log_probs_new, dtype=torch.bool) if response_mask is None else response_mask  # (B, T)
+    loss = trl_grpo_loss(log_probs_new, log_probs_old, advantages, mask, clip_range, log_probs_ref, beta, loss_type)
+    return loss, advantages
+
+
+def trl_grpo_loss(log_probs_new, log_probs_old, advantages, response_mask, clip_range, log_probs_ref, beta, loss_type):
+    """GRPOTrainer._compute_loss on given log-probs (B, T), advantages (B,) and a bool mask (B, T).
+
+    The KL term is on when log_probs_ref is given and beta > 0, as in compute_grpo_loss.
+    """
+    batch, width = log_probs_new.shape
+    with_kl = log_probs_ref is not None and float(beta) > 0
+    trainer = bare_trainer(
+        "GRPOTrainer",
+        _get_per_token_logps_and_entropies=lambda *_, **__: (log_probs_new, torch.zeros_like(log_probs_new), None),
+        args=types.SimpleNamespace(use_bias_correction_kl=False, delta=None),
+        loss_type=loss_type,
+        beta=float(beta) if with_kl else 0.0,
+        epsilon_low=float(clip_range),
+        epsilon_high=float(clip_range),
+        importance_sampling_level="token",
+        max_completion_length=width,  # dr_grpo's divisor is B * max_completion_length
+        top_entropy_quantile=1.0,
+        off_policy_mask_threshold=None,
+        use_vllm=False,
+        vllm_importance_sampling_correction=False,
+        current_gradient_accumulation_steps=1,
+        _entropy_bonus_enabled=False,
+    )
+    inputs = {
+        "prompt_ids": torch.zeros(batch, 1, dtype=torch.long),
+        "prompt_mask": torch.ones(batch, 1, dtype=torch.long),
+        "completion_ids": torch.zeros(batch, width, dtype=torch.long),
+        "completion_mask": response_mask.long(),  # (B, T) as a tokenizer's mask
+        "advantages": advantages,  # (B,)
+        "old_per_token_logps": log_probs_old.detach(),  # (B, T)
+    }
+    if with_kl:
+        inputs["ref_per_token_logps"] = log_probs_ref.detach()  # (B, T)
+    return run_trl("GRPOTrainer._compute_loss", trainer.__class__._compute_loss, trainer, None, inputs)
+
+
+def dpo_loss(
+    policy_chosen_logp, policy_rejected_logp, ref_chosen_logp, ref_rejected_logp, beta=0.1, loss_type="sigmoid"
+):
+    """As reference.dpo_loss.dpo_loss, computed by DPOTrainer._compute_loss (see trl_dpo_loss).
+
+    Each response's sequence log-prob is presented as a one-token completion, so TRL's sum over
+    tokens is that value and IPO's per-token average divides it by 1.
+    """
+    with torch.no_grad():  # the input contract
+        dpo_reference.dpo_loss(
+            policy_chosen_logp, policy_rejected_logp, ref_chosen_logp, ref_rejected_logp, beta, loss_type
+        )
+    token_log_probs = torch.cat([policy_chosen_logp, policy_rejected_logp]).unsqueeze(-1)  # (2B, 1)
+    completion_mask = torch.tensor([[0, 1]]).repeat(token_log_probs.shape[0], 1)  # (2B, 2): prompt, completion
+    return trl_dpo_loss(token_log_probs, completion_mask, ref_chosen_logp, ref_rejected_logp, beta, loss_type)
+
+
+def trl_dpo_loss(token_log_probs, completion_mask, ref_chosen_logp, ref_rejected_logp, beta, loss_type):
+    """DPOTrainer._compute_loss on per-token policy log-probs and precomputed reference log-probs.
+
+    Args:
+        token_log_probs: (2B, T) log-probs of each completion token, the B chosen rows first, 0 on padding.
+        completion_mask: (2B, T + 1) 1 on the completion tokens of input_ids (which start with one prompt token).
+        ref_chosen_logp, ref_rejected_logp: (B,) sequence log-probs under the reference (made constants).
+        beta, loss_type: as in dpo_loss.
+    """
+
+    def policy(**_):
+        zeros = torch.zeros_like(token_log_probs)
+        return types.SimpleNamespace(log_probs=token_log_probs, entropy=zeros, mean_logits=zeros, is_top1=zeros.bool())
+
+    trainer = bare_trainer(
+        "DPOTrainer",
+        beta=float(beta),
+        loss_types=[loss_type],
+        loss_weights=[1.0],
+        f_divergence_type="reverse_kl",
+        label_smoothing=0.0,
+        ld_alpha=None,
+        precompute_ref_logps=True,
+        use_weighting=False,
+        _total_train_tokens=0,
+    )
+    inputs = {
+        "input_ids": torch.zeros_like(completion_mask, dtype=torch.long),  # (2B, T + 1)
+        "attention_mask": torch.ones_like(completion_mask, dtype=torch.long),
+        "completion_mask": completion_mask,
+        "ref_chosen_logps": ref_chosen_logp.detach(),  # (B,)
+        "ref_rejected_logps": ref_rejected_logp.detach(),  # (B,)
+    }
+    return run_trl("DPOTrainer._compute_loss", trainer.__class__._compute_loss, trainer, policy, inputs, False)
+
+
+def combine_rewards(scores, weights):
+    """As reference.verifier_reward.combine_rewards: TRL's reward table, then TRL's combination lines."""
+    reward_reference.combine_rewards(scores, weights)  # the input contract
+    rewards_per_func = reward_table(scores)  # (N, F), None -> NaN
+    reward_weights = torch.as_tensor(weights, dtype=torch.float32)  # (F,) as GRPOTrainer.__init__ makes it
+    _check_combine_lines(trl().GRPOTrainer)
+    # the lines of GRPOTrainer._generate_and_score_completions (COMBINE_LINES), with self -> trainer
+    device = rewards_per_func.device
+    unscorable_mask = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
+    rewards = (rewards_per_func * reward_weights.to(device).unsqueeze(0)).nansum(dim=1)  # (N,)
+    rewards[unscorable_mask] = torch.nan
+    return rewards
+
+
+def reward_table(scores):
+    """GRPOTrainer._calculate_rewards on F reward functions that return the given columns: (N, F) float32."""
+    responses = len(scores[0])
+    trainer = bare_trainer(
+        "GRPOTrainer",
+        reward_funcs=[_reward_function(column) for column in scores],
+        reward_processing_classes=[None] * len(scores),
+        reward_func_names=[f"reward_{index}" for index in range(len(scores))],
+        args=types.SimpleNamespace(report_to=[]),
+        state=types.SimpleNamespace(global_step=0),
+        environments=None,
+        _log_completion_extra=lambda *_, **__: None,
+        _log_metric=lambda *_, **__: None,
+    )
+    examples = [{"prompt": "", "completion": ""}] * responses
+    with _quiet("trl.trainer.grpo_trainer"):  # TRL warns about all-None rows
+        return run_trl(
+            "GRPOTrainer._calculate_rewards",
+            trainer.__class__._calculate_rewards,
+            trainer,
+            examples,
+            [""] * responses,
+            [""] * responses,
+            [[0]] * responses,
+        )
+
+
+def _reward_function(column):
+    def reward(prompts, completions, **_):
+        return list(column)
+
+    return reward
+
+
+@functools.cache
+def _check_combine_lines(cls) -> None:
+    source = inspect.getsource(cls._generate_and_score_completions)
+    missing = [line for line in COMBINE_LINES if line not in source]
+    if missing:
+        raise internals_changed(
+            "GRPOTrainer._generate_and_score_completions", LookupError(f"no longer contains {missing[0]!r}")
+        )
+
+
+class _quiet:
+    """Silence one logger for a block (TRL's expected warnings are not the learner's output)."""
+
+    def __init__(self, name: str):
+        self.logger = logging.getLogger(name)
+
+    def __enter__(self):
+        self.level = self.logger.level
+        self.logger.setLevel(logging.ERROR)
+
+    def __exit__(self, *_):
+        self.logger.setLevel(self.level)
+
+
+SMOKE_TESTS = {
+    "grpo_loss": lambda: compute_grpo_loss(
+        torch.zeros(2, 1),
+        torch.zeros(2, 1),
+        torch.tensor([0.0, 1.0]),
+        torch.tensor([0, 0]),
+        log_probs_ref=torch.zeros(2, 1),
+        beta=0.1,
+        loss_type="dr_grpo",
+    ),
+    "dpo_loss": lambda: dpo_loss(*torch.zeros(4, 1), loss_type="ipo"),
+    "verifier_reward": lambda: combine_rewards([[1.0, None]], [1.0]),
+}
+
+ORACLE_FUNCTIONS = {"compute_grpo_loss": compute_grpo_loss, "dpo_loss": dpo_loss, "combine_rewards": combine_rewards}
+
+
+def oracle_module(reference: types.ModuleType, slug: str) -> types.ModuleType:
+    """A copy of the loaded reference module whose TRL-covered functions (TRL_FUNCTIONS) are TRL's.
+
+    The copy counts its TRL calls in `trl_calls`, so the grader can tell which checks used TRL.
+    Loads and checks TRL here, in the grading process, so that every forked check inherits it.
+    """
+    _check_combine_lines(trl().GRPOTrainer)
+    SMOKE_TESTS[slug]()  # an attribute TRL now reads fails here, once, not in every check
+    module = types.ModuleType(reference.__name__ + "_against_trl", reference.__doc__)
+    module.__dict__.update({key: value for key, value in vars(reference).items() if not key.startswith("__")})
+    module.trl_calls = 0
+    for name in TRL_FUNCTIONS[slug]:
+        module.__dict__[name] = _counted(module, ORACLE_FUNCTIONS[name])
+    return module
+
+
+def _counted(module: types.ModuleType, function):
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        module.trl_calls += 1
+        return function(*args, **kwargs)
+
+    return call

@@ -1,0 +1,350 @@
+"""`kata grade`: a class folder graded in parallel, resumably, whatever a submission does.
+
+The class fixture grades one small class once (two workers) and the tests read its results;
+the resume tests grade a second, cheaper class. Grading spawns processes that run torch, so the
+class is small and uses the cheapest kata.
+"""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from xml.etree import ElementTree
+
+import pytest
+from click.testing import CliRunner
+
+from grader import batch, containment, gradesheet
+from grader.catalogue import get_kata
+from grader.cli import cli, main
+from grader.isolation import run_forked
+
+SLUG = "group_advantages"
+KATA = get_kata(SLUG)
+REFERENCE = KATA.solution()
+TIMEOUT = 3.0
+MEMORY_MB = 256  # each bomb below asks for 1 GiB: over the limit, and harmless if the limit failed
+BOMB_NAME = "katabomb"  # what the fork bomb's processes call themselves (/proc/PID/comm)
+
+
+def body(code: str) -> str:
+    """The reference, with `code` run first inside compute_group_advantages."""
+    marker = "    if rewards.ndim != 1 or rewards.numel() == 0"
+    return REFERENCE.replace(marker, textwrap.indent(textwrap.dedent(code).strip(), "    ") + "\n" + marker, 1)
+
+
+FORK_BOMB = body(f"""
+    import ctypes, os, time
+    for _ in range(9):  # at most 2**9 processes even where nothing caps them
+        try:
+            pid = os.fork()
+        except OSError:
+            continue
+        if pid == 0:
+            os.setsid()  # out of the check's process group: only the box can find it
+            ctypes.CDLL(None).prctl(15, b"{BOMB_NAME}", 0, 0, 0)
+    time.sleep(20)  # bounded: even unkilled, every process is gone after 20 s
+""")
+
+
+WRONG = """
+def compute_group_advantages(rewards, group_ids, eps=1e-6):
+    return rewards * 0
+"""
+
+
+def forger(out) -> str:
+    """WRONG, plus trying to pass anyway: prints a passing report, writes result files everywhere."""
+    fake = json.dumps({"kata": SLUG, "target": "x", "checks": [], "load_error": None})
+    return (
+        f"""
+import json, os, pathlib
+FAKE = {fake!r}
+print("13 passed, 0 failed")
+print(FAKE)
+for place in ("result.json", "../result.json", os.path.expanduser("~/result.json")):
+    try:
+        pathlib.Path(place).write_text(FAKE)
+    except OSError:
+        pass
+OUT = pathlib.Path({str(out)!r})
+for place in (OUT / "grades.csv", OUT / "results" / "ada" / "{SLUG}.json"):
+    try:
+        place.parent.mkdir(parents=True, exist_ok=True)
+        place.write_text("forged")
+    except OSError:
+        pass
+"""
+        + WRONG
+    )
+
+
+def make_class(root, out):
+    """A class: each student's folder as {file name: text}; plus a stray file at the top."""
+    students = {
+        "ada": {f"{SLUG}.py": REFERENCE, "notes.txt": "my notes"},
+        "bo": {f"{SLUG}.py": KATA.variant("eps_added")},
+        "cy": {f"{SLUG}.py": "x = bytearray(2**30)\n"},  # a memory bomb at import (MEMORY_MB is the limit)
+        "dee": {f"{SLUG}.py": FORK_BOMB},
+        "eli": {f"{SLUG}.py": WRONG},
+        "eve": {f"{SLUG}.py": forger(out)},
+        "fay": {"group_advantage.py": REFERENCE, "notakata.py": "pass\n"},  # wrong names
+        "gus": {},  # an empty folder
+        "hal": {f"{SLUG}.py": body("import os\nos.kill(os.getppid(), 9)")},  # kills the grading process
+        "ian": {f"{SLUG}.py": body("print('x' * 3_000_000)\nwhile True:\n    pass")},
+        "jo": {
+            f"{SLUG}.py": body(
+                "from reference.group_advantages import compute_group_advantages as f\nreturn f(rewards, group_ids, eps)"
+            )
+        },
+        "kim": {f"{SLUG}.py": body("import ctypes\nctypes.string_at(0)")},
+        "lee": {f"{SLUG}.py": body("blob = bytearray(2**30)")},  # a memory bomb in a call
+        "mo": {f"{SLUG}.py": "def group_advantages(rewards, group_ids):\n    return rewards\n"},
+    }
+    for student, files in students.items():
+        folder = root / student
+        folder.mkdir(parents=True)
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+    (root / "README.txt").write_text("not a student")
+    return students
+
+
+def bomb_processes() -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and open(f"/proc/{entry}/comm").read().strip() == BOMB_NAME:
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The class above graded once through `kata grade`: (exit status, output, out folder, sheet)."""
+    root = tmp_path_factory.mktemp("class")
+    submissions, out = root / "submissions", root / "grades"
+    make_class(submissions, out)
+    result = CliRunner().invoke(
+        cli,
+        ["grade", str(submissions), "--out", str(out), "--workers", "2", "--timeout", str(TIMEOUT)]
+        + ["--memory", str(MEMORY_MB)],
+    )
+    sheet = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    return result, out, sheet, bomb_processes()
+
+
+def entry(sheet, student):
+    return sheet["students"][student][SLUG]
+
+
+def messages(sheet, student) -> str:
+    item = entry(sheet, student)
+    return (item["load_error"] or "") + " ".join(check["message"] for check in item["checks"])
+
+
+@pytest.mark.slow
+def test_a_correct_file_gets_full_marks_and_a_misconception_is_named(graded):
+    result, _, sheet, _ = graded
+    assert result.exit_code == 0, result.output
+    assert entry(sheet, "ada")["score"] == 1.0
+    bo = entry(sheet, "bo")
+    assert 0 < bo["score"] < 1 and bo["diagnosis"] == "eps_added"
+    assert any(check["misconception"] == "eps_added" for check in bo["checks"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("student", "words"),
+    [
+        ("cy", "memory limit exceeded while loading the file"),
+        ("hal", "the grading process was killed (SIGKILL)"),
+        ("ian", f"did not finish within {TIMEOUT:g} s"),
+        ("kim", "crashed (SIGSEGV)"),
+        ("lee", "memory limit exceeded (line"),
+        ("mo", "no function `compute_group_advantages`"),
+        ("jo", "a graded file cannot import 'reference"),
+    ],
+)
+def test_each_pathological_file_is_a_failure_with_its_reason(graded, student, words):
+    _, _, sheet, _ = graded
+    assert entry(sheet, student)["score"] == 0.0
+    assert words in messages(sheet, student)
+
+
+@pytest.mark.slow
+def test_a_fork_bomb_is_capped_and_ended_and_nobody_else_is_affected(graded):
+    _, _, sheet, leftovers = graded
+    assert entry(sheet, "dee")["score"] == 0.0
+    assert entry(sheet, "ada")["score"] == 1.0
+    if not containment.available():
+        pytest.skip("no writable pids cgroup here: processes that left their group live until they exit")
+    assert leftovers == []
+
+
+@pytest.mark.slow
+def test_printing_or_writing_result_files_does_not_change_a_score(graded):
+    _, out, sheet, _ = graded
+    assert entry(sheet, "eve")["score"] == entry(sheet, "eli")["score"] < 1
+    rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert rows["ada"][SLUG] == "1.0000" and rows["eve"][SLUG] == rows["eli"][SLUG]
+    assert json.loads(batch.record_path(out, "ada", SLUG).read_text())["grade"]["score"] == 1.0
+
+
+@pytest.mark.slow
+def test_wrong_names_empty_folders_and_stray_files_are_reported_not_graded(graded):
+    result, out, sheet, _ = graded
+    assert sheet["strays"]["fay"] == ["group_advantage.py", "notakata.py"]
+    assert entry(sheet, "fay")["status"] == "missing" and entry(sheet, "gus")["status"] == "missing"
+    assert sheet["ignored"] == ["README.txt"]
+    rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert rows["gus"][SLUG] == "" and rows["gus"]["mean"] == "0.0000"
+    assert "named after no kata" in result.output
+
+
+@pytest.mark.slow
+def test_the_junit_files_have_a_suite_per_kata_and_a_case_per_check(graded):
+    _, out, sheet, _ = graded
+    suites = ElementTree.parse(out / "junit" / "bo.xml").getroot()
+    (suite,) = suites.findall("testsuite")
+    cases = suite.findall("testcase")
+    assert suite.get("name") == SLUG and len(cases) == len(entry(sheet, "bo")["checks"])
+    failed = [case for case in cases if case.find("failure") is not None]
+    assert len(failed) == entry(sheet, "bo")["failed"] == int(suite.get("failures"))
+    assert "eps_added" in failed[0].find("failure").text
+    gus = ElementTree.parse(out / "junit" / "gus.xml").getroot()
+    assert gus.find("testsuite/testcase/failure").get("message") == f"no {SLUG}.py in the folder"
+
+
+@pytest.mark.slow
+def test_the_summary_gives_pass_rates_distribution_misconceptions_and_a_last_line(graded):
+    result, _, sheet, _ = graded
+    assert "Per kata" in result.output and "Score distribution" in result.output
+    assert "eps" in result.output.split("Most common misconceptions")[1]
+    assert result.output.strip().splitlines()[-1] == "14 students, 12 files: 1 passed, 11 failed, 2 missing"
+    assert gradesheet.score_histogram(sheet) == [12, 0, 0, 0, 2]  # bo: 11 of 13 checks
+
+
+# -- resuming -----------------------------------------------------------------------------------
+
+
+def small_class(root):
+    for student, text in {"a": REFERENCE, "b": "import os\nos._exit(3)\n", "c": "def f(:\n"}.items():
+        (root / student).mkdir(parents=True)
+        (root / student / f"{SLUG}.py").write_text(text)
+
+
+@pytest.mark.slow
+def test_a_rerun_grades_only_what_is_missing_or_changed_and_force_regrades(tmp_path):
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    small_class(submissions)
+    settings = batch.Settings(timeout=TIMEOUT)
+
+    def run(force=False):
+        seen = []
+        roster = batch.discover(submissions, [SLUG], settings)
+        done = batch.run_batch(roster, out, 2, force, on_done=lambda record: seen.append(record["student"]))
+        return sorted(seen), done
+
+    first, done = run()
+    assert first == ["a", "b", "c"] and done.records["a", SLUG]["grade"]["score"] == 1.0
+    assert run()[0] == []
+    (submissions / "b" / f"{SLUG}.py").write_text(REFERENCE)  # changed
+    batch.record_path(out, "c", SLUG).unlink()  # lost in an interruption
+    batch.record_path(out, "a", SLUG).write_text("{half a fil")  # torn: not trusted
+    again, done = run()
+    assert again == ["a", "b", "c"] and done.records["b", SLUG]["grade"]["score"] == 1.0
+    assert run()[0] == []
+    assert run(force=True)[0] == ["a", "b", "c"]
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_keeps_what_finished_and_the_rerun_grades_the_rest(tmp_path):
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    small_class(submissions)
+    (submissions / "b" / f"{SLUG}.py").write_text(body("while True:\n    pass"))  # slow: a timeout per check
+    command = [sys.executable, "-m", "grader.cli", "grade", str(submissions), "--out", str(out), "--workers", "1"]
+    process = subprocess.Popen([*command, "--timeout", str(TIMEOUT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = batch.record_path(out, "a", SLUG)
+    deadline = time.monotonic() + 120
+    while not first.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert first.exists() and not (out / "grades.csv").exists()
+    rerun = subprocess.run([*command, "--timeout", str(TIMEOUT)], capture_output=True, text=True, timeout=300)
+    assert "graded 2, unchanged 1" in rerun.stdout, rerun.stdout + rerun.stderr
+
+
+# -- no grading needed --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        (["grade", "no/such/folder"], "does not exist"),
+        (["grade", "{file}"], "is a file"),
+        (["grade", "{folder}", "--katas", "group_advantage"], "Did you mean 'group_advantages'"),
+        (["grade", "{folder}", "--katas", ","], "name at least one kata"),
+        (["grade", "{folder}", "--workers", "0"], "--workers"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(tmp_path, capsys, arguments, words):
+    (tmp_path / "file.txt").write_text("x")
+    arguments = [a.format(file=tmp_path / "file.txt", folder=tmp_path) for a in arguments]
+    assert main(arguments) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1
+
+
+def test_a_folder_without_student_folders_is_refused(tmp_path, capsys):
+    (tmp_path / "stray.py").write_text("x")
+    assert main(["grade", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    assert "no student folders" in capsys.readouterr().err
+
+
+def test_discovery_copies_no_links_and_the_digest_follows_the_file_and_its_helpers(tmp_path):
+    folder = tmp_path / "class" / "ann"
+    folder.mkdir(parents=True)
+    (folder / f"{SLUG}.py").write_text(REFERENCE)
+    (folder / "helper.py").write_text("X = 1\n")
+    (tmp_path / "secret.txt").write_text("another student's work")
+    (folder / "peek.txt").symlink_to(tmp_path / "secret.txt")
+    settings = batch.Settings()
+    (job,) = batch.discover(tmp_path / "class", None, settings).jobs
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    batch.copy_folder(folder, scratch, SLUG)
+    assert sorted(p.name for p in scratch.iterdir()) == [f"{SLUG}.py", "helper.py"]
+    (folder / "helper.py").write_text("X = 2\n")
+    changed = batch.discover(tmp_path / "class", None, settings).jobs[0].digest
+    assert changed != job.digest
+    (folder / "dpo_loss.py").write_text("")  # another kata's file does not change this one's digest
+    jobs = {j.slug: j for j in batch.discover(tmp_path / "class", None, settings).jobs}
+    assert sorted(jobs) == ["dpo_loss", SLUG] and jobs[SLUG].digest == changed
+    assert batch.discover(tmp_path / "class", None, batch.Settings(memory_mb=64)).jobs[0].digest != jobs[SLUG].digest
+
+
+def test_a_fork_that_cannot_start_is_an_outcome_not_an_exception(monkeypatch):
+    from grader import outcomes
+
+    def full(*_):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", full)
+    fork = run_forked(lambda: 1, 1.0)
+    assert fork.start_error and not fork.finished
+    assert "fork bomb" in outcomes.from_fork(fork, 1.0).message
+
+
+def test_the_csv_keeps_names_from_running_as_formulas():
+    sheet = {"katas": [SLUG], "students": {"=cmd()": {SLUG: {"status": "graded", "score": 0.5}}}}
+    rows = list(csv.reader(gradesheet.grades_csv(sheet).splitlines()))
+    assert rows[1] == ["'=cmd()", "0.5000", "0.5000"]
