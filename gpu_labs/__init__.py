@@ -9,3 +9,4 @@ LABS = {
     "grpo_rlvr": "gpu_labs.grpo_rlvr",
     "train_grpo": "gpu_labs.train_grpo",
 }
+RUN_MODES = ("dry_run", "cpu_smoke", "real_gpu")  # see gpu_labs/runner.py

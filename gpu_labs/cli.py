@@ -12,9 +12,7 @@ from pathlib import Path
 
 import click
 
-from gpu_labs import LABS
-
-RUN_MODES = ("dry_run", "cpu_smoke", "real_gpu")  # gpu_labs.runner.RUN_MODES, named here so `kata list` stays light
+from gpu_labs import LABS, RUN_MODES
 
 
 class LabName(click.ParamType):
@@ -42,12 +40,6 @@ def _consoles():
     from grader.cli import console, errors
 
     return console, errors
-
-
-def _rich_console(lazy):
-    """The rich Console behind grader.cli's lazy wrapper (rich's Progress needs the real one)."""
-    _ = lazy.is_terminal  # the first use creates it
-    return lazy._console
 
 
 def lab_rows() -> list[dict]:
@@ -143,7 +135,7 @@ def run_command(
         if (model_spec or default_model(run_mode)) == SMOLLM2:
             smollm2_gguf_path()  # refuse before a run folder is claimed
         record, run_dir = run_lab(
-            name, run_mode, label, out, model_spec, overrides, console=_rich_console(errors if as_json else console)
+            name, run_mode, label, out, model_spec, overrides, console=(errors if as_json else console).rich()
         )
     except ConfigError as error:
         raise click.BadParameter(str(error), param_hint="--set") from None

@@ -23,16 +23,15 @@ A run that raises records the failure (stage, type, message) and the decision
 import importlib
 import time
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpu_labs import RUN_MODES
 from gpu_labs import evidence as ev
 from gpu_labs.config import as_dict, override
 from gpu_labs.models import SMOLLM2, TINY, describe_model
 from gpu_labs.runs import LabRefusal, claim_run_dir, default_label
 
-RUN_MODES = ("dry_run", "cpu_smoke", "real_gpu")
 EVIDENCE_FILE = "evidence.json"
 CURVES_FILE = "curves.png"
 NOT_MEASURED = "not_measured"
@@ -61,18 +60,11 @@ class LabRun:
     def curve(self, name: str, value) -> None:
         self.curves.setdefault(name, []).append(None if value is None else float(value))
 
-    @contextmanager
     def progress(self, description: str, total: int):
         """A rich progress bar (hidden when the console is not a terminal); yields `advance()`."""
-        if self.console is None or not getattr(self.console, "is_terminal", False):
-            yield lambda steps=1: None
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from grader.styles import progress_bar
 
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=self.console, transient=True) as bar:
-            task = bar.add_task(description, total=total)
-            yield lambda steps=1: bar.advance(task, steps)
+        return progress_bar(self.console, description, total)
 
 
 def lab_module(name: str):

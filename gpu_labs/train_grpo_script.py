@@ -69,7 +69,7 @@ def default_run_mode() -> str:
 
 def resolve(options: dict, fields: dict) -> tuple[Config, str, dict]:
     """(config, run mode, the overrides for run_lab): defaults -> smoke (cpu_smoke) -> file -> fields."""
-    from gpu_labs.runner import RUN_MODES
+    from gpu_labs import RUN_MODES
 
     run_mode = options.get("run_mode") or default_run_mode()
     if run_mode not in RUN_MODES:

@@ -7,7 +7,7 @@ Exit status: 0 success; 1 checks failed or the action was refused; 2 usage error
 import json
 import os
 import sys
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -26,12 +26,16 @@ class _LazyConsole:
         self._stderr = stderr
         self._console = None
 
-    def __getattr__(self, name):
+    def rich(self):
+        """The Console itself (rich's Progress needs the real one), created if need be."""
         if self._console is None:
             from grader.styles import make_console
 
             self._console = make_console(stderr=self._stderr)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name):
+        return getattr(self.rich(), name)
 
 
 console = _LazyConsole(stderr=False)
@@ -559,7 +563,9 @@ def grade(
     if not roster.students:
         errors.print(f"kata: no student folders in {submissions}; nothing to grade.", style="warning")
         return 1
-    with _grading_progress(len(roster.jobs)) as advance:
+    from grader.styles import progress_bar
+
+    with progress_bar(console.rich(), "grading", len(roster.jobs), remaining=True) as advance:
         run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
     sheet = gradesheet.build_sheet(roster, run.records)
     gradesheet.write_sheet(sheet, out)
@@ -569,20 +575,6 @@ def grade(
     )
     console.print(gradesheet.build_summary(sheet, pick_language(lang)))
     return 0
-
-
-@contextmanager
-def _grading_progress(total: int):
-    """A progress bar on a terminal (nothing otherwise); yields the function that advances it."""
-    if not console.is_terminal:
-        yield lambda: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console._console, transient=True) as bar:
-        task = bar.add_task("grading", total=total)
-        yield lambda: bar.advance(task)
 
 
 cli.add_command(lab)  # `kata lab ...` (gpu_labs/cli.py)

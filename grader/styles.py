@@ -4,6 +4,8 @@ Output is plain text (no colour codes) when it is not a terminal or NO_COLOR is 
 decides that from the stream and the environment.
 """
 
+from contextlib import contextmanager
+
 from rich.console import Console
 from rich.theme import Theme
 
@@ -30,3 +32,29 @@ SYMBOL = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
 def make_console(stderr: bool = False) -> Console:
     """stdout wraps to the terminal; stderr carries one-line messages and never wraps them."""
     return Console(theme=THEME, stderr=stderr, highlight=False, soft_wrap=stderr)
+
+
+@contextmanager
+def progress_bar(console: Console | None, description: str, total: int, remaining: bool = False):
+    """A transient bar on a terminal (nothing otherwise); yields `advance(steps=1)`.
+
+    Shows the elapsed time, or the estimated time left with `remaining`.
+    """
+    if console is None or not console.is_terminal:
+        yield lambda steps=1: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    clock = TimeRemainingColumn() if remaining else TimeElapsedColumn()
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), clock, console=console, transient=True
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda steps=1: bar.advance(task, steps)

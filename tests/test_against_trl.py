@@ -13,7 +13,6 @@ from rich.console import Console
 
 from grader import against
 from grader.catalogue import get_kata
-from grader.cli import main
 from grader.grading import pytest_arguments
 from grader.report import build_report
 from grader.results import CheckResult, GradeResult
@@ -22,16 +21,6 @@ from grader.styles import THEME
 
 def flat(text: str) -> str:
     return " ".join(text.split())
-
-
-@pytest.fixture
-def kata_main(capsys):
-    def run(*args):
-        status = main([str(arg) for arg in args])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return run
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from grader.catalogue import DIFFICULTIES, KATAS_DIR, all_katas, get_kata
-from grader.cli import cli, main
+from grader.cli import cli
 from grader.results import STATUSES, CheckResult, GradeResult
 from grader.styles import THEME
 from grader.watch import watch_workspace
@@ -121,18 +121,6 @@ def isolated(monkeypatch, tmp_path):
 @pytest.fixture
 def workspace(tmp_path) -> Path:
     return tmp_path / "ws"
-
-
-@pytest.fixture
-def kata_main(capsys):
-    """`kata ARGS` through `grader.cli.main`, exactly as the console script exits."""
-
-    def run(*args) -> Run:
-        status = main([str(arg) for arg in args])
-        out, err = capsys.readouterr()
-        return Run(status, out, err)
-
-    return run
 
 
 def _listing(workspace: Path, *extra) -> dict:

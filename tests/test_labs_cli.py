@@ -18,10 +18,9 @@ import torch
 from click.testing import CliRunner
 from rich.console import Console
 
-from gpu_labs import LABS, grpo_mechanism, models, runner
-from gpu_labs import cli as lab_cli
+from gpu_labs import LABS, grpo_mechanism, models
 from gpu_labs.summary import build_summary, model_line
-from grader.cli import cli, main
+from grader.cli import cli
 from grader.styles import THEME
 
 ANSI = re.compile(r"\x1b\[")
@@ -31,18 +30,6 @@ def lab(*args):
     """`kata lab ARGS` in this process; (status, stdout, stderr)."""
     result = CliRunner().invoke(cli, ["lab", *map(str, args)], standalone_mode=False, catch_exceptions=False)
     return result.return_value, result.stdout, result.stderr
-
-
-@pytest.fixture
-def kata_main(capsys):
-    """`kata ARGS` through grader.cli.main, as the console script exits (usage errors: status 2)."""
-
-    def run(*args):
-        status = main([str(arg) for arg in args])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return run
 
 
 @pytest.fixture(autouse=True)
@@ -78,10 +65,6 @@ def test_listing_katas_or_labs_imports_no_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout
-
-
-def test_the_cli_offers_exactly_the_runner_s_run_modes():
-    assert lab_cli.RUN_MODES == runner.RUN_MODES
 
 
 def test_an_unknown_lab_is_a_usage_error_with_a_suggestion(kata_main, tmp_path):
