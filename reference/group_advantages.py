@@ -38,21 +38,46 @@ def compute_group_advantages(rewards, group_ids, eps=1e-6):
     """
     if rewards.ndim != 1 or rewards.numel() == 0 or rewards.shape != group_ids.shape:
         raise ValueError("rewards and group_ids must be non-empty 1-D tensors of the same shape")
-    if not torch.isfinite(rewards).all():
+    lowest, highest = rewards.detach().aminmax()  # a NaN anywhere makes both NaN
+    if not (math.isfinite(lowest) and math.isfinite(highest)):
         raise ValueError("rewards must be finite")
     eps = float(eps)
     if not math.isfinite(eps) or eps <= 0:
         raise ValueError("eps must be a positive finite number")
 
     # TODO 1: centre and scale each reward by its own group's statistics
-    _, group_index = torch.unique(group_ids, return_inverse=True)  # (N,) in 0..G-1
-    n_groups = int(group_index.max()) + 1
+    index, n_groups = number_groups(group_ids)  # (N,) in 0..G-1
+    counts = torch.bincount(index, minlength=n_groups)  # (G,) n_g
     zeros = rewards.new_zeros(n_groups)  # (G,)
-    counts = zeros.index_add(0, group_index, torch.ones_like(rewards))  # (G,) n_g
-    means = zeros.index_add(0, group_index, rewards) / counts  # (G,) mean_g
-    centered = rewards - means[group_index]  # (N,) r_i - mean_g
-    variances = zeros.index_add(0, group_index, centered**2) / counts  # (G,) population variance
+    means = zeros.scatter_add(0, index, rewards) / counts  # (G,) mean_g
+    centered = rewards - means.index_select(0, index)  # (N,) r_i - mean_g
+    variances = zeros.scatter_add(0, index, centered.square()) / counts  # (G,) population variance
     scale = variances.sqrt().clamp_min(eps)  # (G,) max(std_g, eps)
-    advantages = centered / scale[group_index]  # (N,)
+    # centered / scale, multiplied into the gathered copy: one (N,) buffer fewer than a division
+    advantages = scale.reciprocal().index_select(0, index).mul_(centered)  # (N,)
     # END TODO 1
     return advantages
+
+
+def number_groups(group_ids):
+    """Each candidate's group as a number in 0..G-1, without sorting when the ids allow it.
+
+    Integer ids whose values span fewer than N numbers (the usual prompt indices 0..B-1 in any
+    order) are shifted to start at 0 and used as they are: one pass, whatever the order. Any
+    other ids (a wide span, floats) are numbered by `torch.unique`, which sorts. On the first
+    path a number no candidate has (ids 0 and 2, none with 1) is an empty group: its statistics
+    are 0 / 0 and are never read back.
+
+    Args:
+        group_ids: (N,) ids; equal ids are one group.
+
+    Returns:
+        (index, G): (N,) int64 group numbers in 0..G-1, and G.
+    """
+    if not group_ids.is_floating_point() and group_ids.dtype != torch.bool:
+        lowest, highest = (int(bound) for bound in group_ids.aminmax())
+        if highest - lowest < group_ids.numel():
+            index = group_ids - lowest if lowest else group_ids
+            return index.long(), highest - lowest + 1
+    _, index = torch.unique(group_ids, return_inverse=True)
+    return index, int(index.max()) + 1
