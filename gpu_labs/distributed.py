@@ -9,16 +9,16 @@ process per device and set, in each one's environment:
     MASTER_ADDR, MASTER_PORT   where the ranks meet; init_process_group reads them ("env://")
 
 `join_process_group` joins the group when WORLD_SIZE > 1 (nccl on CUDA, gloo on CPU; not for a
-dry run), `leave_process_group` leaves it (rank 0; a worker rank that is done ends its process
-with os._exit instead: see gpu_labs.train_grpo_script.exit_without_teardown). How a lab splits
-its work: with P prompts and G answers each, group-contiguous (row r*G + j belongs to prompt r),
-rank k takes the contiguous prompts k*P/W .. (k+1)*P/W - 1 (W = WORLD_SIZE, P a multiple of W),
-so every group, and with it its group-relative advantage, lives on one rank and needs no
-communication. What crosses ranks: metric sums (`all_reduce_sums`, float64), small objects
-(`all_gather`), gradients (under DistributedDataParallel) and one start signal from rank 0
-(`start_signal`). Only rank 0 (`Ranks.writer`) writes files or prints. In a single process the
-collectives do nothing (the sums and the gather give back the local values); torch is imported
-inside the helpers, never when this module is (so `kata lab list` stays free of torch).
+dry run), `leave_process_group` leaves it (then a rank ends its process with os._exit: see
+gpu_labs.train_grpo_script.exit_without_teardown). How a lab splits its work: with P prompts and
+G answers each, group-contiguous (row r*G + j belongs to prompt r), rank k takes the contiguous
+prompts k*P/W .. (k+1)*P/W - 1 (W = WORLD_SIZE, P a multiple of W), so every group, and with it
+its group-relative advantage, lives on one rank and needs no communication. What crosses ranks:
+metric sums (`all_reduce_sums`, float64), small objects (`all_gather`), gradients (under
+DistributedDataParallel) and one start signal from rank 0 (`start_signal`). Only rank 0
+(`Ranks.writer`) writes files or prints. In a single process the collectives do nothing (the
+sums and the gather give back the local values); torch is imported inside the helpers, never
+when this module is (so `kata lab list` stays free of torch).
 """
 
 import os

@@ -105,26 +105,28 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(as_dict(config), indent=2))
         return 0
     ranks = join_process_group(run_mode)
-    if ranks.distributed and not ranks.writer:
-        exit_without_teardown(run_as_worker(config, run_mode, options))  # an exception ends it the usual way
     try:
         if ranks.writer:
-            return run_as_writer(run_mode, options, overrides, ranks, errors)
-        return run_as_worker(config, run_mode, options)
+            status = run_as_writer(run_mode, options, overrides, ranks, errors)
+        else:
+            status = run_as_worker(config, run_mode, options)
     finally:
         leave_process_group(ranks)
+    if ranks.distributed:
+        exit_without_teardown(status)  # an exception above ends the process the usual way
+    return status
 
 
 def exit_without_teardown(status: int) -> NoReturn:
-    """A worker rank's exit once its part is done, skipping the interpreter's shutdown.
+    """A rank's exit once its part is done and its process group left: no interpreter shutdown.
 
-    A worker is done right after its last collective (the replica check's all_gather). A core
-    dump of the crash this avoids (torch 2.13, gloo, CPU: 2 of 92 runs here, and once in CI)
-    showed the main thread in Py_FinalizeEx while a gloo worker thread was still freeing
-    that all_gather's work object: releasing its tensors needs the GIL, a thread that asks for
-    the GIL during finalization is made to exit, and unwinding through C++ aborts the process
-    with `terminate called without an active exception`. torchrun then killed rank 0 before it
-    wrote the evidence. Rank 0 exits normally: it writes files for seconds after that collective.
+    A worker rank is done right after its last collective (the replica check's all_gather), and
+    rank 0 right after a refusal's start signal. A core dump of the crash this avoids (torch
+    2.13, gloo, CPU: a worker rank, 2 of 92 runs here, and once in CI) showed the main thread in
+    Py_FinalizeEx while a gloo worker thread was still freeing that all_gather's work object:
+    releasing its tensors needs the GIL, a thread that asks for the GIL during finalization is
+    made to exit, and unwinding through C++ aborts the process with `terminate called without
+    an active exception`. torchrun then killed rank 0 before it wrote the evidence.
     """
     import os
 
