@@ -100,9 +100,6 @@ def all_gather(value, ranks: Ranks) -> list:
     return gathered
 
 
-_START = {"sent": False}  # rank 0: whether the start signal (go / abort) went out to the other ranks
-
-
 def start_signal(ranks: Ranks, go: bool = True) -> bool:
     """Rank 0 tells the others whether the run starts (its run folder claimed) or is aborted."""
     if not ranks.distributed:
@@ -111,17 +108,7 @@ def start_signal(ranks: Ranks, go: bool = True) -> bool:
 
     message = [go if ranks.writer else None]
     dist.broadcast_object_list(message, src=0)
-    _START["sent"] = True
     return bool(message[0])
-
-
-def start_signal_sent() -> bool:
-    """Whether rank 0 has sent the start signal (go or abort) since `reset_start_signal`."""
-    return _START["sent"]
-
-
-def reset_start_signal() -> None:
-    _START["sent"] = False
 
 
 class Aborted(Exception):

@@ -90,6 +90,15 @@ def peak_memory() -> dict:
     return record
 
 
+def clock(device: str) -> float:
+    """time.perf_counter(), after the GPU's queued work has finished when `device` is "cuda"."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
 class Stages:
     """Per-stage wall times. `with stages("load_model"): ...`; `current` names the stage running."""
 

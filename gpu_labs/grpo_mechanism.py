@@ -37,11 +37,10 @@ import gc
 import json
 import math
 import statistics
-import time
 from dataclasses import dataclass
 
 from gpu_labs.config import ConfigError
-from gpu_labs.evidence import text_sha256
+from gpu_labs.evidence import clock, text_sha256
 
 NAME = "grpo_mechanism"
 TITLE = "Verifier rewards, group advantages and clipped LoRA updates on a real model"
@@ -139,11 +138,10 @@ def workload(config: Config) -> dict:
 
 def run(config: Config, lab_run) -> tuple[dict, str]:
     """Score the fixtures, then train a fresh LoRA copy of the model on each candidate set."""
-    import torch
 
-    from gpu_labs.models import load_model
+    from gpu_labs.models import default_dtype, load_model
 
-    dtype = torch.bfloat16 if lab_run.device == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+    dtype = default_dtype(lab_run.device)
     with lab_run.stage("load_model"), lab_run.progress(f"loading {lab_run.model_spec}", 1) as advance:
         loaded = load_model(lab_run.model_spec, "cpu", dtype, config.seed)  # each set copies it to the device
         advance()
@@ -220,7 +218,7 @@ def run_candidate_set(name: str, config: Config, loaded, lab_run) -> dict:
     old_tokens = old_sequence = None
     with lab_run.progress(f"{name}: updates", config.update_steps) as advance:
         for step in range(config.update_steps):
-            started = _clock(device)
+            started = clock(device)
             model.train()
             optimizer.zero_grad(set_to_none=True)
             new_tokens, mask, new_sequence = _log_probs(model, batch, grad=True)  # (B, T), (B, T), (B,)
@@ -236,7 +234,7 @@ def run_candidate_set(name: str, config: Config, loaded, lab_run) -> dict:
                 torch.stack([p.grad.detach().float().norm() for p in trainable if p.grad is not None])
             )
             optimizer.step()
-            update_ms.append((_clock(device) - started) * 1000)
+            update_ms.append((clock(device) - started) * 1000)
             losses.append(float(loss.detach()))
             gradient_norms.append(float(norm))
             clip_fractions.append(clip_fraction)
@@ -348,11 +346,3 @@ def _reward_std_mean(rewards, group_ids) -> float:
 
     stds = [rewards[group_ids == group].std(unbiased=False) for group in group_ids.unique()]
     return float(torch.stack(stds).mean())
-
-
-def _clock(device: str) -> float:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
-    return time.perf_counter()

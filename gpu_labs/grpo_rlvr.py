@@ -48,11 +48,11 @@ import hashlib
 import json
 import math
 import statistics
-import time
 from dataclasses import dataclass, replace
 
 from gpu_labs.config import ConfigError
 from gpu_labs.data import WORD_PROBLEMS_HELDOUT, WORD_PROBLEMS_TRAIN
+from gpu_labs.evidence import clock
 
 NAME = "grpo_rlvr"
 TITLE = "GRPO / RLVR delivery: real rollouts, verifier rewards, held-out re-evaluation"
@@ -224,11 +224,11 @@ def run(config: Config, lab_run) -> tuple[dict, str]:
     """Inputs, baseline, GRPO training, candidate, delivery (see the module docstring)."""
     import torch
 
-    from gpu_labs.models import add_lora, load_model
+    from gpu_labs.models import add_lora, default_dtype, load_model
 
     with lab_run.stage("inputs"):
         train, heldout = load_inputs(config, lab_run)
-    dtype = torch.bfloat16 if lab_run.device == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+    dtype = default_dtype(lab_run.device)
     with lab_run.stage("load_model"), lab_run.progress(f"loading {lab_run.model_spec}", 1) as advance:
         loaded = load_model(lab_run.model_spec, lab_run.device, dtype, config.seed)
         lab_run.extra["model"] = loaded.identity
@@ -352,14 +352,14 @@ def evaluate(model, tokenizer, problems, prompts, config: Config, split: str, ve
     """Fresh held-out rollouts in chunks of prompts_per_rollout (chunk c seeded seed + c): rollouts and summary."""
     size = config.prompts_per_rollout
     starts = range(0, len(problems), size)
-    rollouts, started = [], _clock(lab_run.device)
+    rollouts, started = [], clock(lab_run.device)
     with lab_run.progress(f"{split} rollouts on held-out prompts", len(starts)) as advance:
         for chunk, start in enumerate(starts):
             part = slice(start, start + size)
             seed = config.seed + chunk
             rollouts += sample_rollouts(model, tokenizer, problems[part], prompts[part], config, seed, split, version)
             advance()
-    seconds = _clock(lab_run.device) - started
+    seconds = clock(lab_run.device) - started
     return {"version": version, "rollouts": rollouts, "summary": summarize(rollouts, seconds)}
 
 
@@ -399,19 +399,19 @@ def train_policy(model, tokenizer, problems, prompts, config: Config, base: str,
     with lab_run.progress("GRPO rollouts and updates", len(starts)) as advance:
         for batch, start in enumerate(starts, start=1):
             with lab_run.stage("train_rollouts"):
-                started = _clock(lab_run.device)
+                started = clock(lab_run.device)
                 version = policy_version(model, base)
                 part, seed = slice(start, start + size), config.seed + TRAIN_SEED_OFFSET + batch
                 groups = sample_rollouts(
                     model, tokenizer, problems[part], prompts[part], config, seed, f"train-{batch}", version
                 )
-                rollout_seconds += _clock(lab_run.device) - started
+                rollout_seconds += clock(lab_run.device) - started
             rollouts += groups
             valid = [group for group in groups if group.valid]
             lab_run.curve("rollout/reward", statistics.fmean(r for group in groups for r in group.rewards))
             lab_run.curve("rollout/valid_group_ratio", len(valid) / len(groups))
             with lab_run.stage("updates"):
-                started = _clock(lab_run.device)
+                started = clock(lab_run.device)
                 expected = policy_version(model, base)  # the policy about to be updated must be the one that sampled
                 contract = check_contract([group.contract_record() for group in groups], expected, config.group_size)
                 contracts.append({"rollouts": f"train-{batch}", **contract})
@@ -420,7 +420,7 @@ def train_policy(model, tokenizer, problems, prompts, config: Config, base: str,
                 else:
                     for record in grpo_updates(model, tokenizer, optimizer, parameters, valid, config, lab_run):
                         updates.append({"batch": batch, **record})
-                update_seconds += _clock(lab_run.device) - started
+                update_seconds += clock(lab_run.device) - started
             advance()
     return {
         "rollouts": rollouts,
@@ -665,11 +665,3 @@ def build_manifest(config: Config, lab_run, results: dict) -> dict:
 
 def _per_second(count: int, seconds: float) -> float:
     return count / seconds if seconds > 0 else 0.0
-
-
-def _clock(device: str) -> float:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
-    return time.perf_counter()

@@ -81,6 +81,13 @@ def describe_model(spec: str) -> dict:
     return {"spec": spec, "id": spec, "source": "hub id (resolved by transformers' cache or the hub)"}
 
 
+def default_dtype(device: str):
+    """bfloat16 on a CUDA device that supports it, else float32."""
+    import torch
+
+    return torch.bfloat16 if device == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+
+
 def load_model(spec: str, device: str = "cpu", dtype=None, seed: int = 0) -> LoadedModel:
     """Load `spec` (see the module docstring) as a trainable model on `device`, with its tokenizer."""
     import torch

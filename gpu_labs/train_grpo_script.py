@@ -19,9 +19,7 @@ from gpu_labs.distributed import (
     Ranks,
     join_process_group,
     leave_process_group,
-    reset_start_signal,
     start_signal,
-    start_signal_sent,
     world_size_from_env,
 )
 from gpu_labs.train_grpo import NAME, Config, check_config, run, smoke
@@ -141,15 +139,13 @@ def run_as_writer(run_mode: str, options: dict, overrides: dict, ranks: Ranks, e
     from gpu_labs.runs import LabRefusal
     from grader.styles import make_console
 
-    reset_start_signal()
     console = make_console()
     try:
         evidence, out_dir = run_lab(
             NAME, run_mode, options.get("label"), options.get("out"), options.get("model"), overrides, console
         )
-    except LabRefusal as error:
-        if not start_signal_sent():
-            start_signal(ranks, go=False)
+    except LabRefusal as error:  # raised before the run starts, so before its start signal
+        start_signal(ranks, go=False)
         errors.print(f"error: {error}", markup=False)
         return 1
     print_summary(console, evidence, out_dir)

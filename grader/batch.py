@@ -33,10 +33,9 @@ from functools import cache
 from multiprocessing import get_context
 from pathlib import Path
 
-from grader import DEFAULT_TIMEOUT, catalogue, containment
+from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, catalogue, containment, run_limit
 from grader.results import STATUSES, GradeResult
 
-DEFAULT_MEMORY_MB = 1024
 RECORD_VERSION = 1
 COPY_LIMIT_BYTES = 20 * 2**20  # what a student's folder may bring along to the scratch copy
 COPY_LIMIT_FILES = 500
@@ -52,7 +51,7 @@ class Settings:
     @property
     def run_limit(self) -> float:
         """Seconds one file's whole grading run may take (as `kata check` allows)."""
-        return max(120.0, 60 * self.timeout)
+        return run_limit(self.timeout)
 
 
 @dataclass(frozen=True)

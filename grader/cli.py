@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from gpu_labs.cli import lab
-from grader import DEFAULT_TIMEOUT, catalogue
+from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, catalogue
+from grader.against import ORACLES, TRL_VERSION
 from grader.catalogue import Kata
 from grader.i18n import pick_language
 from grader.workspace import DEFAULT_DIR, Workspace, WorkspaceRefusal
@@ -175,8 +176,8 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
 @click.option("-v", "--verbose", is_flag=True, help="Show every failing check in full.")
 @click.option(
     "--against",
-    type=click.Choice(["trl"]),
-    help="Take expected values from TRL 1.16.0's own code where it has the function (needs trl installed).",
+    type=click.Choice(ORACLES),
+    help=f"Take expected values from TRL {TRL_VERSION}'s own code where it has the function (needs trl installed).",
 )
 @timeout_option
 @lang_option
@@ -522,7 +523,11 @@ def _record_drill(workspace: Workspace, slug: str, level: str, right: int, total
 )
 @timeout_option
 @click.option(
-    "--memory", type=click.IntRange(min=16), default=1024, show_default=True, help="Memory each check may add, in MB."
+    "--memory",
+    type=click.IntRange(min=16),
+    default=DEFAULT_MEMORY_MB,
+    show_default=True,
+    help="Memory each check may add, in MB.",
 )
 @click.option("--force", is_flag=True, help="Grade every file again, even those graded before and unchanged.")
 @lang_option

@@ -144,12 +144,17 @@ def _xml(text: str) -> str:
 def summary_line(sheet: dict) -> str:
     entries = [entry for row in sheet["students"].values() for entry in row.values()]
     graded = [entry for entry in entries if entry["status"] == "graded"]
-    passed = sum(entry["failed"] == 0 and entry["passed"] > 0 for entry in graded)
+    passed = sum(map(_all_pass, graded))
     missing = len(entries) - len(graded)
     students = _count(len(sheet["students"]), "student")
     return (
         f"{students}, {_count(len(graded), 'file')}: {passed} passed, {len(graded) - passed} failed, {missing} missing"
     )
+
+
+def _all_pass(entry: dict) -> bool:
+    """A graded file whose checks all passed (and that had checks)."""
+    return entry["failed"] == 0 and entry["passed"] > 0
 
 
 def _count(number: int, noun: str) -> str:
@@ -177,7 +182,7 @@ def _kata_table(sheet: dict) -> Table:
     table.add_column("mean score", justify="right")
     for slug in sheet["katas"]:
         entries = [row[slug] for row in sheet["students"].values() if row[slug]["status"] == "graded"]
-        passed = sum(entry["failed"] == 0 and entry["passed"] > 0 for entry in entries)
+        passed = sum(map(_all_pass, entries))
         rate = f"{passed / len(entries):.0%}" if entries else "-"
         mean = f"{sum(e['score'] for e in entries) / len(entries):.2f}" if entries else "-"
         table.add_row(slug, str(len(entries)), str(passed), rate, mean)

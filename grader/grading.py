@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader import DEFAULT_TIMEOUT
+from grader import DEFAULT_TIMEOUT, run_limit
 from grader.catalogue import Kata
 from grader.isolation import NO_LIMITS, Limits
 from grader.results import GradeResult
@@ -62,7 +62,6 @@ def grade(
     kata: Kata,
     target: str | Path,
     timeout: float = DEFAULT_TIMEOUT,
-    limits: Limits = NO_LIMITS,
     against: str | None = None,
 ) -> GradeResult:
     """Run every check of `kata` against `target` (a file's Path, or "reference", "template" or
@@ -70,11 +69,11 @@ def grade(
     `against="trl"`, TRL's code gives the expected values where it has the function."""
     with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
         report = Path(scratch) / "result.json"
-        command = [sys.executable, "-m", "pytest", *pytest_arguments(kata, target, timeout, report, limits, against)]
+        command = [sys.executable, "-m", "pytest", *pytest_arguments(kata, target, timeout, report, against=against)]
         env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
         try:
             done = subprocess.run(
-                command, cwd=scratch, env=env, capture_output=True, text=True, timeout=max(120.0, 60 * timeout)
+                command, cwd=scratch, env=env, capture_output=True, text=True, timeout=run_limit(timeout)
             )
         except subprocess.TimeoutExpired:
             raise GradingError("the grader ran out of time (this is a bug in the grader, not your code)") from None

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from grader import DEFAULT_TIMEOUT
-from grader.against import AgainstError, TrlUnavailable, require
+from grader.against import TRL_VERSION, AgainstError, TrlUnavailable, require
 from grader.catalogue import UnknownKata, get_kata
 from grader.expect import Expect
 from grader.isolation import Limits
@@ -35,7 +35,7 @@ HELP_TIMEOUT = "time limit of each check, in seconds (default: 10)"
 HELP_REPORT = "write the grading result as JSON to PATH"
 HELP_MEMORY = "memory each check's process may add, in MB (default: no limit)"
 HELP_PROCESSES = "processes each check may start, when not run as root (default: no limit)"
-HELP_AGAINST = "take expected values from trl (TRL 1.16.0's own code) where it has the function"
+HELP_AGAINST = f"take expected values from trl (TRL {TRL_VERSION}'s own code) where it has the function"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from grader import batch, containment, gradesheet
 from grader.catalogue import get_kata
-from grader.cli import cli, main
+from grader.cli import cli
 from grader.isolation import run_forked
 
 SLUG = "group_advantages"
@@ -296,18 +296,20 @@ def test_an_interrupted_run_keeps_what_finished_and_the_rerun_grades_the_rest(tm
         (["grade", "{folder}", "--workers", "0"], "--workers"),
     ],
 )
-def test_bad_input_is_one_line_and_status_2(tmp_path, capsys, arguments, words):
+def test_bad_input_is_one_line_and_status_2(tmp_path, kata_main, arguments, words):
     (tmp_path / "file.txt").write_text("x")
     arguments = [a.format(file=tmp_path / "file.txt", folder=tmp_path) for a in arguments]
-    assert main(arguments) == 2
-    err = capsys.readouterr().err.strip()
+    status, _, err = kata_main(*arguments)
+    assert status == 2
+    err = err.strip()
     assert words in err and len(err.splitlines()) == 1
 
 
-def test_a_folder_without_student_folders_is_refused(tmp_path, capsys):
+def test_a_folder_without_student_folders_is_refused(tmp_path, kata_main):
     (tmp_path / "stray.py").write_text("x")
-    assert main(["grade", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
-    assert "no student folders" in capsys.readouterr().err
+    status, _, err = kata_main("grade", tmp_path, "--out", tmp_path / "out")
+    assert status == 1
+    assert "no student folders" in err
 
 
 def test_discovery_copies_no_links_and_the_digest_follows_the_file_and_its_helpers(tmp_path):

@@ -8,11 +8,10 @@ group), the policy separation from the recorded per-response log-prob shifts.
 import json
 import math
 import statistics
-from contextlib import contextmanager
 
 import pytest
-import torch
 from click.testing import CliRunner
+from conftest import one_torch_thread
 
 from gpu_labs import grpo_mechanism
 from gpu_labs.config import ConfigError, override
@@ -29,23 +28,11 @@ def run_cli(*args):
     return result.return_value, result.stdout, result.stderr
 
 
-@contextmanager
-def one_thread():
-    """One torch thread: the tiny model's matrices gain nothing from a second, and SmolLM2 on a busy
-    2-core machine lost 3-4x wall time to a second OpenMP thread spinning (90 s vs 327 s measured)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """One cpu_smoke run on the tiny model (about 10 s): (evidence as written, run folder, stdout)."""
     out = tmp_path_factory.mktemp("mechanism") / "run"
-    with one_thread():
+    with one_torch_thread():
         status, stdout, stderr = run_cli("grpo_mechanism", "--run-mode", "cpu_smoke", "--out", out)
     assert status == 0, stderr
     return json.loads((out / "evidence.json").read_text(encoding="utf-8")), out, stdout
@@ -136,7 +123,7 @@ def test_updates_start_from_the_old_policy_and_are_recorded_per_step(tiny_run):
 
 
 def test_the_sequence_level_ratio_runs_the_same_path(tmp_path):
-    with one_thread():
+    with one_torch_thread():
         evidence, _ = run_lab(
             "grpo_mechanism",
             "cpu_smoke",
@@ -181,7 +168,7 @@ def test_the_frozen_config_is_the_lesson_s_workload_and_bad_values_are_refused()
 def test_smollm2_separates_in_the_direction_of_the_advantages(tmp_path):
     """The real SmolLM2-135M on the CPU (cpu_smoke size): every candidate set moves the right way."""
     out = tmp_path / "smollm2"
-    with one_thread():
+    with one_torch_thread():
         status, _, stderr = run_cli("grpo_mechanism", "--run-mode", "cpu_smoke", "--model", "smollm2", "--out", out)
     assert status == 0, stderr
     evidence = json.loads((out / "evidence.json").read_text(encoding="utf-8"))

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-import torch
+from conftest import one_torch_thread
 
 from gpu_labs import grpo_rlvr
 from gpu_labs.config import ConfigError
@@ -30,10 +30,8 @@ SMOKE = {"train_prompts": "8", "group_size": "8", "prompts_per_rollout": "4", "m
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
     """The tiny model's matrices are so small that a second thread only adds synchronisation."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with one_torch_thread():
+        yield
 
 
 def write_sums(path: Path, pairs) -> Path:

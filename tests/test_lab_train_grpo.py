@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import one_torch_thread
 from rich.console import Console
 
 from gpu_labs import train_grpo as lab
@@ -35,12 +36,8 @@ def run_smoke(out: Path, overrides: dict | None = None) -> tuple[dict, Path, str
     """One cpu_smoke run; one intra-op thread: the tiny model gains nothing from more, and on a busy
     2-core machine the threads of several processes wait on each other (10x slower)."""
     console = Console(file=io.StringIO(), width=300)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         evidence, out_dir = run_lab(lab.NAME, "cpu_smoke", out=out, overrides=overrides, console=console)
-    finally:
-        torch.set_num_threads(threads)
     return evidence, out_dir, console.file.getvalue()
 
 
