@@ -16,6 +16,8 @@ import math
 
 import torch
 
+from grader.run.judge import MissingName, Refused
+
 TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-5, 1e-6), torch.bfloat16: (1.6e-2, 1e-3)}
 
 
@@ -74,33 +76,29 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 class Expect:
-    """Comparisons of the module under test (`learner`) against `reference`."""
+    """Comparisons of the module under test (`learner`, a contestant) against `reference` (a module here)."""
 
     def __init__(self, learner, reference):
         self.learner = learner
         self.reference = reference
 
-    def function(self, name: str):
-        fn = getattr(self.learner, name, None)
-        if not callable(fn):
-            raise MissingFunction(f"your file has no function `{name}`: the checks call it by that name")
-        return fn
-
     def call(self, name: str, *args, **kwargs):
-        """Call the learner's `name` on fresh copies of the inputs; fail if it changes them."""
-        copies = [fresh(arg) for arg in args]
-        kw_copies = {key: fresh(value) for key, value in kwargs.items()}
-        result = self.function(name)(*copies, **kw_copies)
-        originals = list(args) + list(kwargs.values())
-        for label, original, copy in zip(
-            self._labels(name, args, kwargs), originals, copies + list(kw_copies.values())
-        ):
-            if isinstance(original, torch.Tensor) and not _same_values(original.detach(), copy.detach()):
-                raise CheckFailed(
-                    f"{name} changed its input `{label}` in place.\n"
-                    f"  before: {fmt(original)}\n  after:  {fmt(copy)}\n"
-                    "Build new tensors instead (x = x - m, not x -= m or x.sub_(m))."
-                )
+        """The learner's `name(*args, **kwargs)` as data; fail if it changes a tensor argument in place."""
+        try:
+            result, changed = self.learner.call_with_changes(name, *args, **kwargs)
+        except MissingName:
+            raise MissingFunction(f"your file has no function `{name}`: the checks call it by that name") from None
+        except Refused as refusal:
+            raise CheckFailed(f"{self.describe(name, args, kwargs)}\n  {refusal}") from None
+        tensors = [value for value in [*args, *kwargs.values()] if isinstance(value, torch.Tensor)]
+        labels = [label for label, value in zip(self._labels(name, args, kwargs), [*args, *kwargs.values()])
+                  if isinstance(value, torch.Tensor)]
+        for index, after in changed[:1]:
+            raise CheckFailed(
+                f"{name} changed its input `{labels[index]}` in place.\n"
+                f"  before: {fmt(tensors[index])}\n  after:  {fmt(after)}\n"
+                "Build new tensors instead (x = x - m, not x -= m or x.sub_(m))."
+            )
         return result
 
     def reference_call(self, name: str, *args, **kwargs):
@@ -120,15 +118,16 @@ class Expect:
         self.same(got, expected, self.describe(name, args, kwargs), values=False)
         return got
 
-    def gradients_match_reference(self, name: str, *args, wrt: tuple[str, ...], pick=None, **kwargs):
-        """Backpropagate the (picked) scalar output; each input in `wrt` gets the reference's gradient.
+    def gradients_match_reference(self, name: str, *args, wrt: tuple[str, ...], pick=(), cotangent=None, **kwargs):
+        """Backpropagate the picked output; each input in `wrt` gets the reference's gradient.
 
-        An input the reference sends no gradient to must get none (or only zeros) from the learner.
+        `pick` is the index path of the output to backpropagate (0: the first returned value);
+        with a `cotangent`, sum(output * cotangent) is. An input the reference sends no gradient
+        to must get none (or only zeros) from the learner.
         """
         call = self.describe(name, args, kwargs)
-        pick = pick or (lambda output: output)
-        _, expected = self._gradients(getattr(self.reference, name), name, args, kwargs, wrt, pick)
-        _, got = self.gradients(name, *args, wrt=wrt, pick=pick, **kwargs)
+        _, expected = self._reference_gradients(name, args, kwargs, wrt, pick, cotangent)
+        _, got = self.gradients(name, *args, wrt=wrt, pick=pick, cotangent=cotangent, **kwargs)
         for label in wrt:
             want, have = expected[label], got[label]
             if want is None:
@@ -142,9 +141,22 @@ class Expect:
                 raise CheckFailed(f"{call}\n  no gradient reached `{label}`; the reference sends one: {fmt(want)}")
             self.same(have, want, f"{call}\n  gradient of the loss with respect to `{label}`")
 
-    def gradients(self, name: str, *args, wrt: tuple[str, ...], pick=None, **kwargs) -> tuple[float, dict]:
-        """The learner's (picked) scalar output and the gradient each input in `wrt` receives (or None)."""
-        return self._gradients(self.function(name), name, args, kwargs, wrt, pick or (lambda output: output))
+    def gradients(self, name: str, *args, wrt: tuple[str, ...], pick=(), cotangent=None, **kwargs) -> tuple[float, dict]:
+        """The learner's picked scalar output and the gradient each input in `wrt` receives (or None)."""
+        labels, positional, keywords = self._leaves(name, args, kwargs, wrt)
+        try:
+            answer = self.learner.backward(name, positional, keywords, _path(pick), cotangent)
+        except MissingName:
+            raise MissingFunction(f"your file has no function `{name}`: the checks call it by that name") from None
+        except Refused as refusal:
+            raise CheckFailed(f"{self.describe(name, args, kwargs)}\n  {refusal}") from None
+        output, grads = answer["output"], answer["grads"]
+        if not isinstance(output, torch.Tensor) or output.ndim != 0 or grads is None:
+            raise CheckFailed(
+                f"{self.describe(name, args, kwargs)}\n  returned {_kind(output)} where a scalar loss tensor was expected"
+            )
+        received = dict(zip(labels, grads))
+        return output.item(), {label: received.get(label) for label in wrt}
 
     def raises_value_error(self, why: str, name: str, *args, **kwargs) -> None:
         """The learner rejects a bad input with ValueError (the input contract)."""
@@ -224,25 +236,31 @@ class Expect:
         params = list(inspect.signature(getattr(self.reference, name)).parameters)
         return [params[i] if i < len(params) else f"argument {i}" for i in range(len(args))] + list(kwargs)
 
-    def _gradients(self, fn, name: str, args: tuple, kwargs: dict, wrt: tuple[str, ...], pick) -> dict:
+    def _leaves(self, name: str, args: tuple, kwargs: dict, wrt: tuple[str, ...]):
+        """(labels of the tensor arguments that require grad, positional, keyword): fresh leaves."""
         labels = self._labels(name, args, kwargs)
-        values = dict(zip(labels, list(args) + list(kwargs.values())))
-        leaves = {label: fresh(value) for label, value in values.items()}
+        leaves = {label: fresh(value) for label, value in zip(labels, [*args, *kwargs.values()])}
         for label in wrt:
             leaves[label].requires_grad_(True)
-        positional = [leaves[label] for label in labels[: len(args)]]
-        result = fn(*positional, **{key: leaves[key] for key in kwargs})
-        try:
-            output = pick(result)
-        except (TypeError, IndexError, KeyError):
-            output = result
-        if not isinstance(output, torch.Tensor) or output.ndim != 0:
-            raise CheckFailed(
-                f"{self.describe(name, args, kwargs)}\n  returned {_kind(result)} where a scalar loss tensor was expected"
-            )
+        grad_labels = [label for label in labels if isinstance(leaves[label], torch.Tensor) and leaves[label].requires_grad]
+        return grad_labels, [leaves[label] for label in labels[: len(args)]], {key: leaves[key] for key in kwargs}
+
+    def _reference_gradients(self, name, args, kwargs, wrt, pick, cotangent) -> tuple[float, dict]:
+        labels, positional, keywords = self._leaves(name, args, kwargs, wrt)
+        output = getattr(self.reference, name)(*positional, **keywords)
+        for step in _path(pick):
+            output = output[step]
+        if cotangent is not None:
+            output = (output * cotangent.to(output.dtype)).sum()
         if output.requires_grad:
             output.backward()
+        leaves = dict(zip(self._labels(name, args, kwargs), [*positional, *keywords.values()]))
         return output.item(), {label: leaves[label].grad for label in wrt}
+
+
+def _path(pick) -> tuple:
+    """An output's index path: () for the output itself, 0 for the first returned value."""
+    return (pick,) if isinstance(pick, int) else tuple(pick)
 
 
 def rejects_with_value_error(why: str, call: str, run) -> None:

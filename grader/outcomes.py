@@ -5,19 +5,14 @@ code raised, was missing, could not load, crashed or exited), timeout (it ran ou
 """
 
 import re
-import traceback
 from dataclasses import dataclass
 
 from grader.expect import CheckFailed, MissingFunction
-from grader.isolation import MEMORY_EXIT, ForkOutcome, KnownHang
+from grader.run.contestant import MEMORY_EXIT
+from grader.run.judge import Ending, KnownHang, LearnerRaised, Stopped
 
 _TODO_IN_MESSAGE = re.compile(r"^TODO (\d+)")
 MEMORY_LIMIT = "memory limit exceeded"
-
-
-def out_of_memory(error: BaseException) -> bool:
-    """Python's MemoryError, or torch's allocator refusing (RuntimeError "can't allocate memory")."""
-    return isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and "can't allocate memory" in str(error))
 
 
 @dataclass
@@ -26,8 +21,8 @@ class Outcome:
     message: str = ""
 
 
-def from_exception(error: BaseException, learner_file: str | None) -> Outcome:
-    """Classify an exception raised while a check ran in the child."""
+def from_exception(error: BaseException, timeout: float) -> Outcome:
+    """Classify an exception that ended a check in the judge (or the learner's, carried across)."""
     if isinstance(error, MissingFunction):
         return Outcome("error", str(error))
     if isinstance(error, NotImplementedError):  # the template's, or a check's "not answered yet"
@@ -38,54 +33,54 @@ def from_exception(error: BaseException, learner_file: str | None) -> Outcome:
         return Outcome("failed", str(error) or "an expectation of this check does not hold")
     if isinstance(error, KnownHang):
         return Outcome("timeout", f"not run again: `{error.name}` already ran out of time in an earlier check")
-    where = _learner_line(error, learner_file)
-    if out_of_memory(error):
+    if isinstance(error, Stopped):
+        return from_ending(error.ending, timeout)
+    if isinstance(error, LearnerRaised):
+        return _raised(error.type_name, str(error), error.where, error.exit_code)
+    return Outcome("error", f"{type(error).__name__}: {error}")
+
+
+def _raised(kind: str, message: str, where: str, exit_code) -> Outcome:
+    if kind == "MemoryError" or (kind == "RuntimeError" and "can't allocate memory" in message):
         return Outcome("error", f"{MEMORY_LIMIT}{where}: your code asked for more memory than a check may use")
-    if isinstance(error, SystemExit):
-        return Outcome("error", f"your code called sys.exit({error.code!r}){where}: a check cannot finish that way")
-    kind = type(error).__name__
-    return Outcome("error", f"{kind}: {error}{where}")
+    if kind == "SystemExit":
+        return Outcome("error", f"your code called sys.exit({exit_code!r}){where}: a check cannot finish that way")
+    return Outcome("error", f"{kind}: {message}{where}")
 
 
-def from_fork(fork: ForkOutcome, timeout: float) -> Outcome:
-    """Explain a child that never reported (timed out, crashed, or exited early)."""
-    inside = f" inside `{fork.where}`" if fork.where else ""
-    if fork.start_error:
+def from_ending(ending: Ending, timeout: float) -> Outcome:
+    """Explain a contestant that stopped answering (timed out, crashed, exited, or sent garbage)."""
+    inside = f" inside `{ending.where}`" if ending.where else ""
+    if ending.start_error:
         return Outcome(
             "error",
-            f"the check could not start ({fork.start_error}): processes your code left running "
+            f"the check could not start ({ending.start_error}): processes your code left running "
             "fill the process table (a fork bomb?)",
         )
-    if fork.exit_code == MEMORY_EXIT:
+    if ending.malformed:
+        return Outcome("error", f"the answer{inside} was not in the grading format ({ending.malformed})")
+    if ending.exit_code == MEMORY_EXIT:
         return Outcome("error", f"{MEMORY_LIMIT}{inside}: the check ran out of memory")
-    if fork.timed_out:
+    if ending.timed_out:
         return Outcome("timeout", f"did not finish within {timeout:g} s{inside}: an endless loop, or far too slow")
-    if fork.signal_name:
-        return Outcome("error", f"the process crashed ({fork.signal_name}){inside}")
+    if ending.signal_name:
+        return Outcome("error", f"the process crashed ({ending.signal_name}){inside}")
     return Outcome(
         "error",
-        f"the process exited with status {fork.exit_code}{inside} before the check finished: "
+        f"the process exited with status {ending.exit_code}{inside} before the check finished: "
         "does your code call sys.exit() or os._exit()?",
     )
 
 
-def import_failure(error: BaseException, learner_file: str) -> str:
-    """One line on why the file could not be loaded."""
-    if isinstance(error, SyntaxError):
-        line = (error.text or "").strip()
-        return f"SyntaxError on line {error.lineno}: {error.msg}" + (f"  ->  {line}" if line else "")
-    if isinstance(error, SystemExit):
-        return f"the file calls sys.exit({error.code!r}) while it is being loaded"
-    if out_of_memory(error):
-        return f"{MEMORY_LIMIT} while loading the file{_learner_line(error, learner_file)}"
-    return f"{type(error).__name__} while loading the file: {error}{_learner_line(error, learner_file)}"
-
-
-def _learner_line(error: BaseException, filename: str | None) -> str:
-    """' (line 42 in compute_x: `code`)' for the deepest frame in the learner's file, else ''."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == filename]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    code = f": `{frame.line.strip()}`" if frame.line else ""
-    return f" (line {frame.lineno} in {frame.name}{code})"
+def import_failure(raised: dict) -> str:
+    """One line on why the file could not be loaded, from the contestant's account of the error."""
+    kind, message, where = str(raised.get("type")), str(raised.get("message", "")), str(raised.get("where") or "")
+    syntax = raised.get("syntax")
+    if kind in ("SyntaxError", "IndentationError", "TabError") and isinstance(syntax, list) and len(syntax) == 3:
+        lineno, msg, line = syntax
+        return f"SyntaxError on line {lineno}: {msg}" + (f"  ->  {line}" if line else "")
+    if kind == "SystemExit":
+        return f"the file calls sys.exit({raised.get('exit_code')!r}) while it is being loaded"
+    if kind == "MemoryError":
+        return f"{MEMORY_LIMIT} while loading the file{where}"
+    return f"{kind} while loading the file: {message}{where}"

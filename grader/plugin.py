@@ -1,19 +1,19 @@
 """pytest plugin: grade a module against a kata's checks.
 
 Inert unless `--kata` is given. Then it collects the kata's checks (unless test paths were
-named), loads the module under test only in forked children (see grader.session), and can
-write the result as JSON:
+named), runs them here, in the judge, with the module under test in contestant processes (see
+grader.session and grader.run), and can write the result as JSON:
 
     pytest --kata group_advantages --kata-file kata_workspace/group_advantages.py
     pytest --kata grpo_loss --kata-target misconception:old_not_detached --kata-report out.json
 
-Checks receive three fixtures: `learner` (the module under test), `reference` and `expect`
-(see grader.expect), and say which TODO they grade with `@pytest.mark.todo(N)`.
+Checks receive three fixtures: `learner` (the module under test, a grader.run.judge.Contestant:
+a fresh process per check, every call crossing as data), `reference` (the reference module, in
+this process) and `expect` (see grader.expect), and say which TODO they grade with
+`@pytest.mark.todo(N)`.
 """
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,9 +22,10 @@ from grader import DEFAULT_TIMEOUT
 from grader.against import TRL_VERSION, AgainstError, TrlUnavailable, require
 from grader.catalogue import UnknownKata, get_kata
 from grader.expect import Expect
-from grader.isolation import Limits
+from grader.run.judge import Limits
 from grader.session import KataSession
 from grader.targets import BUILTIN_TARGETS, TargetError
+from grader.workspace import atomic_write
 
 SESSION = pytest.StashKey[KataSession]()
 
@@ -72,7 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if against:
             require(against, kata.slug)
         timeout = config.getoption("kata_timeout")
-        config.stash[SESSION] = KataSession(config, kata, _target(config), timeout, limits, against)
+        config.stash[SESSION] = KataSession(kata, _target(config), timeout, limits, against)
     except (UnknownKata, TargetError, AgainstError, TrlUnavailable) as error:
         raise pytest.UsageError(str(error)) from None
     if config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -88,8 +89,15 @@ def _target(config: pytest.Config) -> str | Path:
     return Path(path) if path else target
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """End the warm contestant process."""
+    kata_session = config.stash.get(SESSION, None)
+    if kata_session:
+        kata_session.close()
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Load the module under test once, in a child, before any check runs."""
+    """Load the module under test once, in a contestant, before any check runs."""
     kata_session = session.config.stash.get(SESSION, None)
     if kata_session and session.items:
         kata_session.probe()
@@ -97,9 +105,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem):
-    """Run each check in a forked child with a time limit."""
+    """Run each check with a time limit, and record its result."""
     kata_session = item.config.stash.get(SESSION, None)
-    if kata_session is None or kata_session.in_child:
+    if kata_session is None:
         return None
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for report in kata_session.run(item):
@@ -110,10 +118,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """In the child: explain a failure, and name the misconceptions that fail the same way."""
+    """Explain a failure, and name the misconceptions that fail the same way."""
     report = yield
     kata_session = item.config.stash.get(SESSION, None)
-    if kata_session and kata_session.in_child and report.failed and call.excinfo:
+    if kata_session and report.failed and call.excinfo:
         kata_session.annotate(item, call.excinfo.value, report)
     return report
 
@@ -122,19 +130,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Write the JSON result when --kata-report asks for it."""
     kata_session = session.config.stash.get(SESSION, None)
     path = session.config.getoption("kata_report")
-    if kata_session is None or kata_session.in_child or not path:
+    if kata_session is None or not path:
         return
-    data = json.dumps(kata_session.grade().to_json(), ensure_ascii=False, indent=1)
-    target = Path(path)
-    with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, encoding="utf-8") as handle:
-        handle.write(data)
-    os.replace(handle.name, target)
+    atomic_write(Path(path), json.dumps(kata_session.grade().to_json(), ensure_ascii=False, indent=1))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     """Name the likely misconception under pytest's own summary."""
     kata_session = config.stash.get(SESSION, None)
-    if kata_session is None or kata_session.in_child:
+    if kata_session is None:
         return
     result = kata_session.grade()
     if result.diagnosis:
@@ -152,8 +156,11 @@ def _session(request: pytest.FixtureRequest) -> KataSession:
 
 @pytest.fixture
 def learner(request: pytest.FixtureRequest):
-    """The module under test (loaded in this check's child process)."""
-    return _session(request).load_learner()
+    """The module under test, freshly loaded in a contestant process of this check's own."""
+    kata_session = _session(request)
+    contestant = kata_session.learner(request.node)
+    yield contestant
+    kata_session.finished(request.node, contestant)
 
 
 @pytest.fixture

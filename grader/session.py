@@ -1,107 +1,114 @@
-"""One grading run: a kata, the module under test, and what each check concluded.
+"""One grading run, in the judge: a kata, the module under test, and what each check concluded.
 
-The pytest process (the "grading side") loads only trusted code: the checks, the reference and
-the misconception variants. The module under test is loaded only in forked children:
-- `probe()` loads it once in a child, so a file that cannot load fails every check at once;
-- `run(item)` runs one check's whole protocol in a child with a time limit, then turns the
-  child's reports (or its silence) into pytest reports and a `CheckResult`.
-Inside the child, `annotate` classifies a failure and names the misconceptions that fail the
-check in exactly the same way.
+The judge (this pytest process) holds the checks, the reference, the misconception variants'
+source and every result. It never runs learner code: the module under test lives in contestant
+processes (grader.run), a fresh one per check, spawned by a warm process started first thing:
+
+- `probe()` loads the module once, so a file that cannot load fails every check at once;
+- the `learner` fixture is a fresh contestant with the check's deadline; calls cross as data;
+- `run(item)` runs a check's protocol here and turns its reports into a `CheckResult`;
+- `annotate` classifies a failure and names the misconceptions that fail the check in exactly
+  the same way (each variant, too, runs in a contestant of its own).
 """
 
+import ast
 import inspect
 import time
-import traceback
 from pathlib import Path
 
 import pytest
 from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
-from grader import guard, outcomes
+from grader import outcomes
 from grader.catalogue import Kata
 from grader.expect import Expect, MissingFunction
-from grader.isolation import NO_LIMITS, Limits, run_forked
 from grader.results import CheckResult, GradeResult
-from grader.targets import load_module, load_target, target_source
+from grader.run.judge import Contestant, KnownHang, Limits, Stopped, Zygote
+from grader.targets import load_module, target_source
 
 OUTCOME_KEY = "kata_outcome"
-EXPECTED_FROM_KEY = "kata_expected_from"  # "trl" when a TRL function gave the check's expected values
 FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
+WARM_MODULES = ("transformers",)  # imported by the warm process when a kata's reference imports them
+SHARED_ZYGOTE: Zygote | None = None  # a warm process a batch worker keeps across files (grader.batch)
+
+
+def warm_modules(kata: Kata) -> list[str]:
+    """The heavy modules the kata's reference imports, for the warm process to import first."""
+    tree = ast.parse(kata.solution())
+    names = {alias.name.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return [name for name in WARM_MODULES if name in names]
 
 
 class KataSession:
     def __init__(
         self,
-        config: pytest.Config,
         kata: Kata,
         spec: str | Path,
         timeout: float,
-        limits: Limits = NO_LIMITS,
+        limits: Limits = Limits(),
         against: str | None = None,
     ):
-        self.config = config
+        self.zygote = SHARED_ZYGOTE or Zygote.start(warm_modules(kata), limits)  # first: it imports torch meanwhile
         self.kata = kata
         self.spec = spec
         self.timeout = timeout
-        self.limits = limits
         self.against = against
-        self.learner_file = target_source(kata, spec)[1]
+        self.source, self.learner_file = target_source(kata, spec)
         self.reference = load_module(kata.solution(), f"<reference {kata.slug}>", f"kata_reference_{kata.slug}")
         if against:  # the checks' expected values come from TRL where it has the function (grader.trl_oracle)
             from grader.trl_oracle import oracle_module
 
             self.reference = oracle_module(self.reference, kata.slug)
-        self.variants = {
-            item.id: load_module(kata.variant(item.id), f"<misconception {item.id}>", f"kata_variant_{item.id}")
-            for item in kata.misconceptions
-        }
+        self.variants = {item.id: kata.variant(item.id) for item in kata.misconceptions}
         self.load_error: str | None = None
         self.results: list[CheckResult] = []
-        self.in_child = False
-        self.fingerprint_deadline = 0.0
+        self.hung: set[str] = set()  # learner functions that already ran out of time
+        self.outputs: dict[str, str] = {}  # nodeid -> what the learner's code printed in that check
+        self.expected_from: dict[str, str] = {}
 
-    # -- parent side ---------------------------------------------------------------------------
+    def close(self) -> None:
+        if self.zygote is not SHARED_ZYGOTE:
+            self.zygote.close()
+
+    # -- contestants ------------------------------------------------------------------------------
+    def spawn(self, source: str, filename: str, deadline: float, hung: set[str] | None = None) -> Contestant:
+        return self.zygote.spawn(source, filename, deadline, self.hung if hung is None else hung)
+
     def probe(self) -> None:
-        """Load the module under test once, in a child; remember why it failed, if it did.
-
-        Before the first fork: one intra-op thread (the checks' tensors are tiny, and no thread
-        pool is then inherited half-made by the children), and the parent's objects frozen out
-        of the garbage collector, so the children do not copy its memory page by page.
-        """
-        import gc
-
-        import torch
-
-        torch.set_num_threads(1)
-        gc.freeze()
-        fork = run_forked(self._load_in_child, self.timeout, self.limits)
-        if fork.finished:
-            self.load_error = fork.value
+        """Load the module under test once; remember why it failed, if it did."""
+        try:
+            contestant = self.spawn(self.source, self.learner_file, time.monotonic() + self.timeout)
+        except Stopped as stopped:
+            outcome = outcomes.from_ending(stopped.ending, self.timeout)
+            self.load_error = "while loading the file, " + outcome.message
+            output = stopped.ending.output.strip()
         else:
-            self.load_error = "while loading the file, " + outcomes.from_fork(fork, self.timeout).message
-        if self.load_error and fork.output.strip():
-            self.load_error += f"\n{fork.output.strip()[-800:]}"
+            contestant.close()
+            self.load_error = outcomes.import_failure(contestant.load_error) if contestant.load_error else None
+            output = contestant.output.strip()
+        if self.load_error and output:
+            self.load_error += f"\n{output[-800:]}"
 
+    def learner(self, item: pytest.Item) -> Contestant:
+        """A fresh contestant for this check, with the check's deadline."""
+        return self.spawn(self.source, self.learner_file, time.monotonic() + self.timeout)
+
+    # -- one check --------------------------------------------------------------------------------
     def run(self, item: pytest.Item) -> list[TestReport]:
-        """Run one check in a child; return its reports and record its result."""
-        output, reports, annotation, expected_from = "", None, None, "reference"
+        """Run one check (learner calls cross to contestants); return its reports and record its result."""
         if self.load_error:
             annotation = {"status": "error", "message": f"your file could not be loaded: {self.load_error}"}
-        else:
-            fork = run_forked(lambda: self._run_in_child(item), self.timeout, self.limits)
-            output = fork.output
-            if fork.finished:
-                hook = self.config.hook
-                reports = [hook.pytest_report_from_serializable(config=self.config, data=data) for data in fork.value]
-                annotation = next((dict(r.user_properties)[OUTCOME_KEY] for r in reports if r.failed), None)
-                expected_from = dict(reports[0].user_properties).get(EXPECTED_FROM_KEY, expected_from)
-            else:
-                outcome = outcomes.from_fork(fork, self.timeout)
-                annotation = {"status": outcome.status, "message": outcome.message}
-        if reports is None:
             reports = [_failed_report(item, annotation["message"])]
+        else:
+            self.fingerprint_deadline = time.monotonic() + FINGERPRINT_SHARE * self.timeout
+            if self.against:
+                self.reference.trl_calls = 0
+            reports = runtestprotocol(item, log=False)
+            annotation = next((dict(r.user_properties)[OUTCOME_KEY] for r in reports if r.failed), None)
         passed = annotation is None
+        output = self.outputs.pop(item.nodeid, "")
         self.results.append(
             CheckResult(
                 name=item.name.removeprefix("test_"),
@@ -112,42 +119,26 @@ class KataSession:
                 message="" if passed else annotation["message"],
                 output="" if passed else output,
                 matches=[] if passed else annotation.get("matches", []),
-                expected_from=expected_from,
+                expected_from=self.expected_from.pop(item.nodeid, "reference"),
             )
         )
         return reports
+
+    def finished(self, item: pytest.Item, contestant: Contestant) -> None:
+        """The check's contestant is done: end it and keep what it printed."""
+        contestant.close()
+        self.outputs[item.nodeid] = contestant.output
+        if self.against and getattr(self.reference, "trl_calls", 0):
+            self.expected_from[item.nodeid] = self.against
 
     def grade(self) -> GradeResult:
         result = GradeResult(self.kata.slug, str(self.spec), self.results, self.load_error, self.against)
         result.settle_misconceptions()
         return result
 
-    # -- child side ----------------------------------------------------------------------------
-    def _load_in_child(self) -> str | None:
-        guard.seal()
-        try:
-            load_target(self.kata, self.spec)
-        except BaseException as error:  # anything at all: the file is the learner's
-            _release(error)
-            return outcomes.import_failure(error, self.learner_file)
-        return None
-
-    def _run_in_child(self, item: pytest.Item) -> list[dict]:
-        guard.seal()
-        self.in_child = True
-        self.fingerprint_deadline = time.monotonic() + FINGERPRINT_SHARE * self.timeout
-        reports = runtestprotocol(item, log=False)
-        if self.against and self.reference.trl_calls:
-            reports[0].user_properties.append((EXPECTED_FROM_KEY, self.against))
-        return [self.config.hook.pytest_report_to_serializable(config=self.config, report=r) for r in reports]
-
-    def load_learner(self):
-        return load_target(self.kata, self.spec, trace=True)
-
     def annotate(self, item: pytest.Item, error: BaseException, report: TestReport) -> None:
-        """Classify a failure in the child; name the misconceptions that fail the check the same way."""
-        _release(error)
-        outcome = outcomes.from_exception(error, self.learner_file)
+        """Classify a failure; name the misconceptions that fail the check the same way."""
+        outcome = outcomes.from_exception(error, self.timeout)
         matches = []
         if report.when == "call" and _fingerprintable(error):
             matches = self._misconceptions_failing_alike(item, error)
@@ -159,8 +150,12 @@ class KataSession:
         """The variants whose run of this check raises the same kind of error with the same message."""
         names = inspect.signature(item.obj).parameters
         matches = []
-        for misconception_id, variant in self.variants.items():
+        for misconception_id, source in self.variants.items():
             if time.monotonic() > self.fingerprint_deadline:  # never let naming a mistake cost a timeout
+                break
+            try:
+                variant = self.spawn(source, f"<misconception {misconception_id}>", self.fingerprint_deadline, set())
+            except (Stopped, KnownHang):
                 break
             values = dict(item.funcargs, learner=variant, expect=Expect(variant, self.reference))
             try:
@@ -168,13 +163,11 @@ class KataSession:
             except Exception as error:
                 if _same_failure(error, failure):
                     matches.append(misconception_id)
+            except (Stopped, KnownHang):
+                pass
+            finally:
+                variant.close()
         return matches
-
-
-def _release(error: BaseException) -> None:
-    """After running out of memory, free what the failed frames still hold (the rest needs some)."""
-    if outcomes.out_of_memory(error):
-        traceback.clear_frames(error.__traceback__)
 
 
 def _fingerprintable(error: BaseException) -> bool:

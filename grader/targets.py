@@ -5,14 +5,10 @@ A target is a `Path` (a file, whatever its name) or a built-in name: "reference"
 or "misconception:<id>".
 """
 
-import inspect
-import linecache
-import sys
-import types
 from pathlib import Path
 
 from grader.catalogue import Kata
-from grader.isolation import traced
+from grader.run.source import load_module  # noqa: F401  (the judge loads the reference the same way)
 
 BUILTIN_TARGETS = ("reference", "template")
 
@@ -49,27 +45,3 @@ def _read_file(path: Path) -> tuple[str, str]:
         raise TargetError(f"{spec} is not UTF-8 text") from None
     except OSError as error:
         raise TargetError(f"cannot read {spec}: {error.strerror}") from None
-
-
-def load_module(source: str, filename: str, name: str) -> types.ModuleType:
-    """Execute `source` as a fresh module named `name` (tracebacks point into `filename`)."""
-    module = types.ModuleType(name)
-    module.__file__ = filename
-    if filename.startswith("<"):
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    else:
-        sys.path.insert(0, str(Path(filename).parent))
-    sys.modules[name] = module
-    exec(compile(source, filename, "exec"), module.__dict__)
-    return module
-
-
-def load_target(kata: Kata, spec: str | Path, trace: bool = False) -> types.ModuleType:
-    """Load the target; with `trace`, the kata's public functions report their calls (see isolation)."""
-    source, filename = target_source(kata, spec)
-    module = load_module(source, filename, f"kata_target_{kata.slug}")
-    if trace:  # functions only: a class stays a class (isinstance and subclassing keep working)
-        for name in kata.functions:
-            if inspect.isfunction(getattr(module, name, None)):
-                setattr(module, name, traced(name, getattr(module, name)))
-    return module

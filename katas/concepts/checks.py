@@ -10,6 +10,8 @@ import difflib
 
 import pytest
 
+from grader.run.judge import MissingName
+
 from grader.quiz import InvalidAnswer, describe, is_right, load_questions, parse_answer
 
 QUESTIONS = {question.key: question for question in load_questions("concepts")}
@@ -22,7 +24,10 @@ def unanswered(value) -> bool:
 
 def answers_of(learner, todo: int, key: str | None = None) -> dict:
     """The learner's ANSWERS dict; NotImplementedError while there is none."""
-    answers = getattr(learner, "ANSWERS", None)
+    try:
+        answers = learner.value("ANSWERS")
+    except MissingName:
+        answers = None
     if answers is None:
         what = f"{key} is not answered yet" if key else "nothing is answered yet"
         raise NotImplementedError(f"TODO {todo}: {what} (ANSWERS is not defined; start with ANSWERS = {{}})")

@@ -16,7 +16,7 @@ from katas.group_advantages.checks import (  # noqa: F401  (TODO 1 is graded her
 )
 
 FN = "compute_grpo_loss"
-LOSS = lambda output: output[0]  # noqa: E731
+LOSS = 0  # the index of the loss in the returned (loss, advantages)
 
 
 def lesson_batch():

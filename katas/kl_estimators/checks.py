@@ -45,10 +45,9 @@ def mean_and_standard_error(values: torch.Tensor) -> tuple[float, float]:
     return values.mean().item(), values.std().item() / math.sqrt(values.numel())
 
 
-def weighted_sum(shape, seed: int):
-    """A pick that turns a per-token output into a scalar with seeded weights (so every position counts)."""
-    weights = torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) + 0.5
-    return lambda output: (output * weights.to(output.dtype)).sum()
+def seeded_weights(shape, seed: int):
+    """A cotangent: the per-token output is backpropagated as sum(output * weights), so every position counts."""
+    return torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) + 0.5
 
 
 def assert_unbiased(expect, name: str, q_name: str) -> None:
@@ -121,7 +120,7 @@ def test_k1_gradients_match_reference(expect):
     zh: k1 对两个对数概率的梯度与参考答案一致
     """
     new, ref = random_log_probs(2, dtype=torch.float64)
-    expect.gradients_match_reference("k1_kl", new, ref, wrt=("new_logp", "ref_logp"), pick=weighted_sum(new.shape, 3))
+    expect.gradients_match_reference("k1_kl", new, ref, wrt=("new_logp", "ref_logp"), cotangent=seeded_weights(new.shape, 3))
 
 
 # -- TODO 2: k2 ----------------------------------------------------------------------------------
@@ -184,7 +183,7 @@ def test_k2_gradients_match_reference(expect):
     zh: k2 对两个对数概率的梯度与参考答案一致
     """
     new, ref = random_log_probs(6, dtype=torch.float64)
-    expect.gradients_match_reference("k2_kl", new, ref, wrt=("new_logp", "ref_logp"), pick=weighted_sum(new.shape, 7))
+    expect.gradients_match_reference("k2_kl", new, ref, wrt=("new_logp", "ref_logp"), cotangent=seeded_weights(new.shape, 7))
 
 
 # -- TODO 3: k3 ----------------------------------------------------------------------------------
@@ -272,7 +271,7 @@ def test_k3_gradients_match_reference(expect):
     zh: k3 对两个对数概率的梯度与参考答案一致
     """
     new, ref = random_log_probs(12, dtype=torch.float64)
-    expect.gradients_match_reference("k3_kl", new, ref, wrt=("new_logp", "ref_logp"), pick=weighted_sum(new.shape, 13))
+    expect.gradients_match_reference("k3_kl", new, ref, wrt=("new_logp", "ref_logp"), cotangent=seeded_weights(new.shape, 13))
 
 
 @pytest.mark.todo(3)
@@ -356,7 +355,7 @@ def test_masked_mean_gradients_match_reference(expect):
     """
     values, mask = ragged_batch(24, dtype=torch.float64)
     expect.gradients_match_reference("masked_mean", values, mask, wrt=("values",))
-    expect.gradients_match_reference("masked_mean", values, mask, dim=-1, wrt=("values",), pick=weighted_sum((4,), 25))
+    expect.gradients_match_reference("masked_mean", values, mask, dim=-1, wrt=("values",), cotangent=seeded_weights((4,), 25))
 
 
 @pytest.mark.todo(4)

@@ -1,0 +1,416 @@
+"""The judge's side of a contestant: start the warm process, spawn a contestant per check, talk
+to it in the wire format with a deadline, end it, and say how it ended.
+
+    zygote = Zygote.start(["transformers"])          # imports torch while the judge does too
+    learner = zygote.spawn(source, filename, deadline=time.monotonic() + 10)
+    learner.call("compute_group_advantages", rewards, ids)   # plain tensors back, never objects
+    model = learner.new("RewardModel", learner.build("reward_model.backbone", "lesson", 0), 6)
+    model("input_ids" ...); model.method("compute_preference_loss", chosen, rejected)
+    learner.close()                                   # kills its whole process group
+
+Anything the contestant answers is read as data by grader.run.wire (never unpickled). A request
+that runs past the deadline ends the contestant; so does a contestant that dies, exits or sends
+something malformed. Those raise `Stopped` (a BaseException, so that no check's `except
+Exception` can take it for the learner's own error), carrying an `Ending`. An exception raised
+by learner code arrives as a `LearnerRaised` of the same builtin type (a ValueError stays
+catchable as ValueError) with the learner's message.
+"""
+
+import builtins
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import cache
+
+import torch
+
+from grader.run import wire
+
+OUTPUT_KEEP = 3000  # bytes kept from each end of what a contestant prints
+
+
+@dataclass
+class Ending:
+    """How a contestant stopped answering."""
+
+    timed_out: bool = False
+    exit_code: int | None = None
+    signal_name: str | None = None
+    where: str = ""  # the learner call that was running, if any
+    malformed: str = ""  # why its answer could not be read
+    start_error: str = ""  # why no contestant could be started
+    output: str = ""
+
+
+class Stopped(BaseException):
+    """The contestant stopped answering (timed out, crashed, exited, or lied about the format)."""
+
+    def __init__(self, ending: Ending):
+        super().__init__(ending)
+        self.ending = ending
+
+
+class KnownHang(BaseException):
+    """A learner function that already ran out of time was called again: not waited for twice."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+class LearnerRaised(Exception):
+    """An exception raised by learner code in the contestant; `type_name` is its class's name."""
+
+    type_name = "Exception"
+    where = ""  # ' (line 3 in f: `code`)'
+    exit_code = None  # SystemExit's code
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+class MissingName(AttributeError):
+    """The learner's module or object has no attribute the checks use."""
+
+
+class Refused(TypeError):
+    """The learner's answer was not plain data (a tensor subclass, an object...)."""
+
+
+@cache
+def raised_class(type_name: str, builtin: bool) -> type:
+    """One class per exception name: a subclass of the builtin of that name when there is one."""
+    base = getattr(builtins, type_name, None) if builtin else None
+    if not (isinstance(base, type) and issubclass(base, Exception)) or base is LearnerRaised:
+        base = None
+    bases = (LearnerRaised, base) if base else (LearnerRaised,)
+    return type(type_name, bases, {"type_name": type_name, "__str__": LearnerRaised.__str__})
+
+
+def to_exception(data: dict) -> LearnerRaised:
+    """The judge-side exception for a contestant's {"raised": {...}}."""
+    error = raised_class(str(data.get("type")), data.get("builtin") is True)(str(data.get("message", "")))
+    error.where = str(data.get("where") or "")
+    error.exit_code = data.get("exit_code")
+    error.syntax = data.get("syntax")
+    return error
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int | None = None  # address space a contestant may add to what it starts with
+    processes: int | None = None  # processes (threads) beyond the user's, for a user other than root
+
+
+class Zygote:
+    """The warm process: torch imported, never runs learner code, forks contestants on request."""
+
+    def __init__(self, process: subprocess.Popen, control: socket.socket, limits: Limits):
+        self.process = process
+        self.control = control
+        self.limits = limits
+        self.ready = False
+
+    @classmethod
+    def start(cls, modules: list[str] = (), limits: Limits = Limits()) -> "Zygote":
+        """Start the warm process; it imports torch and `modules` while the caller goes on."""
+        ours, theirs = socket.socketpair()
+        command = [sys.executable, "-m", "grader.run.contestant", str(theirs.fileno()), *modules]
+        process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True)
+        theirs.close()
+        return cls(process, ours, limits)
+
+    def _wait_ready(self) -> None:
+        if not self.ready:
+            message = wire.read_message(self.control.recv)
+            if message.get("ready") is not True:
+                raise RuntimeError("the contestant process did not start")
+            self.ready = True
+
+    def spawn(self, source: str, filename: str, deadline: float, hung: set[str] | None = None) -> "Contestant":
+        """A fresh contestant with `source` loaded (or a load error), answering until `close()`.
+
+        `hung` names learner functions that already ran out of time: calling one again raises
+        KnownHang at once (share one set across the checks of one file).
+        """
+        self._wait_ready()
+        ours, theirs = socket.socketpair()
+        out_r, out_w = os.pipe()
+        request = {"op": "spawn", "source": source, "filename": filename}
+        request |= {"memory_mb": self.limits.memory_mb, "processes": self.limits.processes}
+        try:
+            socket.send_fds(self.control, [b"S"], [theirs.fileno(), out_w])
+            self.control.sendall(wire.pack(request))
+            pid = wire.read_message(self.control.recv)["pid"]
+        finally:
+            theirs.close()
+            os.close(out_w)
+        return Contestant(self, pid, ours, out_r, filename, deadline, set() if hung is None else hung)
+
+    def end(self, pid: int) -> dict:
+        """Kill contestant `pid`'s process group; {"killed": True}, {"exit": code} or {"signal": name}."""
+        socket.send_fds(self.control, [b"E"], [])
+        self.control.sendall(wire.pack({"op": "end", "pid": pid}))
+        return wire.read_message(self.control.recv)
+
+    def close(self) -> None:
+        self.control.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class _Output:
+    """Keeps the first and last OUTPUT_KEEP bytes of a stream and counts the rest."""
+
+    def __init__(self):
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = OUTPUT_KEEP - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail = (self.tail + chunk)[-OUTPUT_KEEP:]
+
+    def text(self) -> str:
+        head = self.head.decode(errors="replace")
+        if self.total <= len(self.head) + len(self.tail):
+            return head + self.tail.decode(errors="replace")
+        skipped = self.total - len(self.head) - len(self.tail)
+        return f"{head}\n[... {skipped:,} bytes of output cut ...]\n{self.tail.decode(errors='replace')}"
+
+
+@dataclass
+class Contestant:
+    """One module under test in its own process. Every method returns plain data (or a Remote)."""
+
+    zygote: Zygote
+    pid: int
+    channel: socket.socket
+    output_fd: int
+    filename: str
+    deadline: float
+    hung: set[str]
+    load_error: dict | None = None
+    ending: Ending | None = None
+    _output: _Output = field(default_factory=_Output)
+
+    def __post_init__(self):
+        hello = self._receive("loading the file")
+        if not hello.get("loaded"):
+            self.load_error = hello.get("raised") or {"type": "Exception", "message": "the file did not load"}
+
+    # -- the module ---------------------------------------------------------------------------
+    def call(self, name: str, *args, **kwargs):
+        """`module.name(*args, **kwargs)`, its result as data (see `answer` for the rest)."""
+        return self.answer({"op": "call", "target": name, "args": list(args), "kwargs": kwargs}, name)
+
+    def call_with_changes(self, name: str, *args, **kwargs) -> tuple[object, list]:
+        """(result, [(index of a top-level argument, its value after the call)] changed in place)."""
+        request = {"op": "call", "target": name, "args": list(args), "kwargs": kwargs, "changes": True}
+        answer = self.answer(request, name)
+        return answer["result"], answer["changed"]
+
+    def new(self, name: str, *args, **kwargs) -> "Remote":
+        """An object of the module's class (or any callable's result), kept in the contestant."""
+        return self.answer({"op": "call", "target": name, "args": list(args), "kwargs": kwargs, "keep": True}, name)
+
+    def value(self, name: str):
+        """A module-level value (e.g. a dict of answers) as data."""
+        return self.answer({"op": "get", "target": None, "attr": name}, name)
+
+    def backward(self, target, args: tuple, kwargs: dict, path=(), cotangent=None, method: str | None = None):
+        """Call, pick `result[path]`, backpropagate (sum(output * cotangent) when given).
+
+        Returns {"output": the picked output, "grads": the gradient of each argument tensor that
+        requires grad, in argument order (None where none arrived)}, or grads None when the picked
+        output is not a tensor.
+        """
+        request = {"op": "call", "target": target, "method": method, "args": list(args), "kwargs": kwargs}
+        request["backward"] = {"path": list(path), "cotangent": cotangent}
+        return self.answer(request, method or target)
+
+    def build(self, builder: str, *args, **kwargs) -> "Remote":
+        """An object made in the contestant by `grader.builders.<builder>` (a trusted fixture)."""
+        return self.answer({"op": "build", "builder": builder, "args": list(args), "kwargs": kwargs}, builder)
+
+    def manual_seed(self, seed: int) -> None:
+        self.answer({"op": "seed", "value": seed}, "torch.manual_seed")
+
+    def rng_state(self) -> torch.Tensor:
+        return self.answer({"op": "rng"}, "torch.random.get_rng_state")
+
+    # -- the exchange -------------------------------------------------------------------------
+    def answer(self, request: dict, name: str):
+        """Send one request; the value of the answer, or raise what the learner's code raised."""
+        label = name if isinstance(name, str) else repr(name)
+        if label in self.hung:
+            raise KnownHang(label)
+        self._send(request, label)
+        reply = self._receive(label)
+        if "raised" in reply:
+            raise to_exception(reply["raised"])
+        if "missing" in reply:
+            raise MissingName(str(reply["missing"]))
+        if "refused" in reply:
+            raise Refused(str(reply["refused"]))
+        if "value" not in reply:
+            self._stop(Ending(malformed="an answer without a value", where=label))
+        return reply["value"]
+
+    def _send(self, request: dict, label: str) -> None:
+        try:
+            data = wire.pack(request)
+        except wire.WireRefusal as error:
+            raise TypeError(f"the check passed something that cannot cross: {error}") from None
+        try:
+            self.channel.sendall(data)
+        except OSError:
+            self._stop(Ending(where=label))
+
+    def _receive(self, label: str) -> dict:
+        buffer = bytearray()
+        reader = select.poll()
+        reader.register(self.channel, select.POLLIN)
+        reader.register(self.output_fd, select.POLLIN)
+        open_fds = {self.channel.fileno(), self.output_fd}
+        while True:
+            need = _message_size(buffer)
+            if need is not None and len(buffer) >= need:
+                try:
+                    return wire.unpack_body(*_split(buffer), handle=self._handle)
+                except wire.WireError as error:
+                    self._stop(Ending(malformed=str(error), where=label))
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.hung.add(label)
+                self._stop(Ending(timed_out=True, where=label))
+            for fd, _ in reader.poll(min(left, 1.0) * 1000):
+                if fd == self.output_fd:
+                    chunk = os.read(fd, 65536)
+                    if chunk:
+                        self._output.add(chunk)
+                    else:
+                        reader.unregister(fd)
+                        open_fds.discard(fd)
+                    continue
+                chunk = self.channel.recv(1 << 20)
+                if not chunk:
+                    self._stop(Ending(where=label))
+                buffer += chunk
+                if (_message_size(buffer) or 0) > wire.MAX_JSON + wire.MAX_BLOB:
+                    self._stop(Ending(malformed="an answer over the size limit", where=label))
+
+    def _handle(self, data: dict) -> "Remote":
+        kinds = data.get("kinds", [])
+        if not isinstance(kinds, list) or not all(isinstance(kind, str) for kind in kinds):
+            raise wire.WireError("a handle's kinds are not a list of names")
+        return Remote(self, data["$handle"], str(data.get("type", "object")), tuple(kinds))
+
+    def _stop(self, ending: Ending):
+        """End the process and raise Stopped with how it ended."""
+        status = self._end()
+        if not ending.timed_out and not ending.malformed:
+            ending.exit_code = status.get("exit")
+            ending.signal_name = status.get("signal")
+        ending.output = self.output
+        self.ending = ending
+        raise Stopped(ending)
+
+    def _end(self) -> dict:
+        if self.pid is None:
+            return {}
+        status = self.zygote.end(self.pid)
+        self.pid = None
+        self.channel.close()
+        self._drain()
+        os.close(self.output_fd)
+        return status
+
+    def _drain(self) -> None:
+        """What the process printed and is still in the pipe (a daemon holding it is not waited for)."""
+        os.set_blocking(self.output_fd, False)
+        try:
+            while chunk := os.read(self.output_fd, 65536):
+                self._output.add(chunk)
+                if self._output.total > 64 * 2**20:
+                    break
+        except BlockingIOError:
+            pass
+
+    @property
+    def output(self) -> str:
+        return self._output.text()
+
+    def close(self) -> None:
+        """End the process (its whole group); what it printed stays in `output`."""
+        self._end()
+
+
+def _message_size(buffer: bytearray) -> int | None:
+    if len(buffer) < 4:
+        return None
+    (size,) = struct.unpack(">I", buffer[:4])
+    if len(buffer) < 4 + size + 8:
+        return 4 + size + 8
+    (blob,) = struct.unpack(">Q", buffer[4 + size : 12 + size])
+    return 12 + size + blob
+
+
+def _split(buffer: bytearray) -> tuple[bytes, bytes]:
+    (size,) = struct.unpack(">I", buffer[:4])
+    return bytes(buffer[4 : 4 + size]), bytes(buffer[12 + size :])
+
+
+class Remote(wire.Handle):
+    """An object that lives in a contestant (a model, a learner's class instance)."""
+
+    def __init__(self, contestant: Contestant, number: int, type_name: str, kinds: tuple[str, ...] = ()):
+        super().__init__(number, type_name, kinds)
+        self.contestant = contestant
+
+    def is_a(self, kind: str) -> bool:
+        """What the contestant said it is: "torch.nn.Module", "torch.nn.Linear", "callable"."""
+        return kind in self.kinds
+
+    def __call__(self, *args, **kwargs):
+        return self.method(None, *args, **kwargs)
+
+    def method(self, name: str | None, *args, keep: bool = False, **kwargs):
+        request = {"op": "call", "target": self, "method": name, "args": list(args), "kwargs": kwargs}
+        return self.contestant.answer(request | {"keep": keep}, f"{self.type_name}.{name or '__call__'}")
+
+    def backward(self, name: str | None, *args, path=(), cotangent=None, **kwargs):
+        """See Contestant.backward, for a method of this object (`None`: calling it)."""
+        return self.contestant.backward(self, args, kwargs, path, cotangent, method=name)
+
+    def get(self, attr: str, keep: bool = False):
+        request = {"op": "get", "target": self, "attr": attr, "keep": keep}
+        return self.contestant.answer(request, f"{self.type_name}.{attr}")
+
+    def copy(self) -> "Remote":
+        return self.contestant.answer({"op": "copy", "target": self}, "copy.deepcopy")
+
+    def state(self) -> dict:
+        """The object's state_dict, as plain tensors."""
+        return self.contestant.answer({"op": "state", "target": self}, f"{self.type_name}.state_dict")
+
+    def params(self) -> dict:
+        """{name: (requires_grad, grad or None)} for every parameter."""
+        found = self.contestant.answer({"op": "params", "target": self}, f"{self.type_name}.parameters")
+        return {name: tuple(entry) for name, entry in found.items()}
+
+    def assign(self, values: dict) -> None:
+        """Copy `values` ({name: tensor}) in place into the object's parameters and buffers."""
+        self.contestant.answer({"op": "assign", "target": self, "values": values}, f"{self.type_name}.assign")
