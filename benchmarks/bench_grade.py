@@ -27,7 +27,7 @@ from pathlib import Path
 from grader import batch, containment
 from grader.catalogue import get_kata
 from grader.grading import grade
-from grader.isolation import Limits
+from grader.run.limits import Limits
 
 KATAS = ("group_advantages", "kl_estimators")
 PATHOLOGIES = {

@@ -26,14 +26,19 @@ def wall(command: list[str], env: dict, tty: bool = False) -> float:
     return time.perf_counter() - start
 
 
-def medians(commands: list[list[str]], env: dict, repeat: int, tty: bool = False) -> list[float]:
-    """Median wall time of each command, after one warm-up each, running them in turn `repeat` times."""
-    for command in commands:
-        wall(command, env, tty)
+def medians(
+    commands: list[list[str]], env: dict | None, repeat: int, tty: bool = False, envs: list[dict] | None = None
+) -> list[float]:
+    """Median wall time of each command, after one warm-up each, running them in turn `repeat` times.
+
+    `envs` gives each command an environment of its own (else all run in `env`)."""
+    envs = envs or [env] * len(commands)
+    for command, command_env in zip(commands, envs):
+        wall(command, command_env, tty)
     times: list[list[float]] = [[] for _ in commands]
     for _ in range(repeat):
         for index, command in enumerate(commands):
-            times[index].append(wall(command, env, tty))
+            times[index].append(wall(command, envs[index], tty))
     return [statistics.median(values) for values in times]
 
 

@@ -8,9 +8,11 @@ grader's own source and the limits. `force` regrades everything.
 
 One file (`grade_file`, in a pool worker): the student's folder is copied (regular files only,
 links not followed) to a scratch folder that becomes the cwd, HOME and TMPDIR; the worker forks a
-child that enters a containment box (grader.containment) and runs, in-process, the same pytest
-run `kata check` starts (grader.grading.pytest_arguments), with a memory and a process limit for
-each check. Workers import torch and pytest once, so a file costs a fork, not a Python start. The
+judge that runs, in-process, the same pytest run `kata check` starts
+(grader.grading.pytest_arguments). The learner's code runs only in contestants, forked by the
+worker's warm contestant process (grader.run), each with a memory and a process limit, and each
+entering the file's containment box (grader.containment) before anything else. Workers import
+torch and pytest once and keep their warm process, so a file costs forks, not Python starts. The
 report goes to a second private folder with a random name; the worker kills the box before it
 reads the report, checks it, and turns every other ending into a result with a reason.
 
@@ -221,7 +223,12 @@ def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
     pending = list(jobs)
     while pending:
         finished: set[Job] = set()
-        pool = ProcessPoolExecutor(min(workers, len(pending)), mp_context=get_context("spawn"), initializer=warm)
+        pool = ProcessPoolExecutor(
+            min(workers, len(pending)),
+            mp_context=get_context("spawn"),
+            initializer=warm,
+            initargs=(pending[0].settings, sorted({m for job in pending for m in _warm_modules(job.slug)})),
+        )
         try:
             futures = {pool.submit(grade_file, job): job for job in pending}
             for future in as_completed(futures):
@@ -244,12 +251,24 @@ def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
         pending = left
 
 
-def warm() -> None:
-    """Pool initializer: import once what every grading run needs."""
+def _warm_modules(slug: str) -> list[str]:
+    from grader.session import warm_modules
+
+    return warm_modules(catalogue.get_kata(slug))
+
+
+def warm(settings: Settings, modules: list[str]) -> None:
+    """Pool initializer: import once what every grading run needs; start the warm contestant process."""
     import _pytest.config  # noqa: F401
     import torch  # noqa: F401
 
     import grader.plugin  # noqa: F401
+    from grader import session
+    from grader.run.judge import Zygote
+    from grader.run.limits import Limits
+
+    session.SHARED_ZYGOTE = Zygote.start(modules, Limits(settings.memory_mb, settings.max_tasks))
+    session.SHARED_ZYGOTE.wait_ready()  # before the first judge forks: each judge shares it
 
 
 # -- one file, in a worker --------------------------------------------------------------------
@@ -258,7 +277,6 @@ def warm() -> None:
 def grade_file(job: Job) -> dict:
     """Grade one student's kata file in a scratch copy of their folder, inside a box; never raises for the file's sake."""
     from grader.grading import pytest_arguments
-    from grader.isolation import Limits
 
     start = time.perf_counter()
     kata = catalogue.get_kata(job.slug)
@@ -271,8 +289,7 @@ def grade_file(job: Job) -> dict:
         copy_folder(job.folder, scratch, job.slug)
         report = Path(private) / f"{secrets.token_hex(16)}.json"
         log = Path(private) / "pytest.log"
-        limits = Limits(settings.memory_mb, settings.max_tasks)
-        arguments = pytest_arguments(kata, scratch / f"{job.slug}.py", settings.timeout, report, limits)
+        arguments = pytest_arguments(kata, scratch / f"{job.slug}.py", settings.timeout, report)
         ending, peak_kb = _run_boxed(arguments, scratch, log, settings)
         result = _read_report(report, job.slug)
         if result is None:
@@ -296,7 +313,10 @@ def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Setting
     Returns (why it ended without a result, if it did so abnormally, else "") and the peak resident
     memory of the run's process tree in KiB.
     """
+    from grader import session
+
     box = containment.Box(settings.max_tasks)
+    session.SHARED_ZYGOTE.cgroup = str(box.path) if box.path else None
     pid = os.fork()
     if pid == 0:
         _pytest_child(box, arguments, scratch, log)
@@ -317,6 +337,9 @@ def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Setting
         peak_kb = usage.ru_maxrss
         if not ending and os.WIFSIGNALED(status):
             ending = f"the grading process was killed ({_signal_name(os.WTERMSIG(status))}), by the file's code?"
+        if ending or session.SHARED_ZYGOTE.process.poll() is not None:
+            # the judge may have left the warm process mid-conversation, or learner code killed it
+            session.SHARED_ZYGOTE = session.SHARED_ZYGOTE.restart()
     finally:
         box.close()  # before the report is read: nothing the file started can write it any more
         try:

@@ -8,7 +8,7 @@ ignores RLIMIT_NPROC, so this is the only cap that holds for root.
 
 Elsewhere (cgroup v2 without delegation, no permission) the box is the process group alone:
 `close()` kills the group, and a user other than root gets RLIMIT_NPROC per check (see
-grader.isolation.Limits). `available()` says which one a machine gives.
+grader.run.limits). `available()` says which one a machine gives.
 """
 
 import itertools

@@ -85,20 +85,24 @@ class Expect:
     def call(self, name: str, *args, **kwargs):
         """The learner's `name(*args, **kwargs)` as data; fail if it changes a tensor argument in place."""
         try:
-            result, changed = self.learner.call_with_changes(name, *args, **kwargs)
+            result, after = self.learner.call_and_inputs(name, *args, **kwargs)
         except MissingName:
             raise MissingFunction(f"your file has no function `{name}`: the checks call it by that name") from None
         except Refused as refusal:
             raise CheckFailed(f"{self.describe(name, args, kwargs)}\n  {refusal}") from None
         tensors = [value for value in [*args, *kwargs.values()] if isinstance(value, torch.Tensor)]
-        labels = [label for label, value in zip(self._labels(name, args, kwargs), [*args, *kwargs.values()])
-                  if isinstance(value, torch.Tensor)]
-        for index, after in changed[:1]:
-            raise CheckFailed(
-                f"{name} changed its input `{labels[index]}` in place.\n"
-                f"  before: {fmt(tensors[index])}\n  after:  {fmt(after)}\n"
-                "Build new tensors instead (x = x - m, not x -= m or x.sub_(m))."
-            )
+        labels = [
+            label
+            for label, value in zip(self._labels(name, args, kwargs), [*args, *kwargs.values()])
+            if isinstance(value, torch.Tensor)
+        ]
+        for label, before, now in zip(labels, tensors, after):
+            if not (isinstance(now, torch.Tensor) and now.dtype == before.dtype and _same_values(before.detach(), now)):
+                raise CheckFailed(
+                    f"{name} changed its input `{label}` in place.\n"
+                    f"  before: {fmt(before)}\n  after:  {fmt(now)}\n"
+                    "Build new tensors instead (x = x - m, not x -= m or x.sub_(m))."
+                )
         return result
 
     def reference_call(self, name: str, *args, **kwargs):
@@ -141,7 +145,9 @@ class Expect:
                 raise CheckFailed(f"{call}\n  no gradient reached `{label}`; the reference sends one: {fmt(want)}")
             self.same(have, want, f"{call}\n  gradient of the loss with respect to `{label}`")
 
-    def gradients(self, name: str, *args, wrt: tuple[str, ...], pick=(), cotangent=None, **kwargs) -> tuple[float, dict]:
+    def gradients(
+        self, name: str, *args, wrt: tuple[str, ...], pick=(), cotangent=None, **kwargs
+    ) -> tuple[float, dict]:
         """The learner's picked scalar output and the gradient each input in `wrt` receives (or None)."""
         labels, positional, keywords = self._leaves(name, args, kwargs, wrt)
         try:
@@ -242,7 +248,9 @@ class Expect:
         leaves = {label: fresh(value) for label, value in zip(labels, [*args, *kwargs.values()])}
         for label in wrt:
             leaves[label].requires_grad_(True)
-        grad_labels = [label for label in labels if isinstance(leaves[label], torch.Tensor) and leaves[label].requires_grad]
+        grad_labels = [
+            label for label in labels if isinstance(leaves[label], torch.Tensor) and leaves[label].requires_grad
+        ]
         return grad_labels, [leaves[label] for label in labels[: len(args)]], {key: leaves[key] for key in kwargs}
 
     def _reference_gradients(self, name, args, kwargs, wrt, pick, cotangent) -> tuple[float, dict]:

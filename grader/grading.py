@@ -11,8 +11,8 @@ from pathlib import Path
 
 from grader import DEFAULT_TIMEOUT, run_limit
 from grader.catalogue import Kata
-from grader.isolation import NO_LIMITS, Limits
 from grader.results import GradeResult
+from grader.run.limits import NO_LIMITS, Limits
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 
 from grader.expect import CheckFailed, MissingFunction
-from grader.run.contestant import MEMORY_EXIT
 from grader.run.judge import Ending, KnownHang, LearnerRaised, Stopped
+from grader.run.limits import MEMORY_EXIT
 
 _TODO_IN_MESSAGE = re.compile(r"^TODO (\d+)")
 MEMORY_LIMIT = "memory limit exceeded"
@@ -57,6 +57,8 @@ def from_ending(ending: Ending, timeout: float) -> Outcome:
             f"the check could not start ({ending.start_error}): processes your code left running "
             "fill the process table (a fork bomb?)",
         )
+    if ending.lost:
+        return Outcome("error", f"the grading process was killed{inside}, by the file's code?")
     if ending.malformed:
         return Outcome("error", f"the answer{inside} was not in the grading format ({ending.malformed})")
     if ending.exit_code == MEMORY_EXIT:

@@ -22,7 +22,7 @@ from grader import DEFAULT_TIMEOUT
 from grader.against import TRL_VERSION, AgainstError, TrlUnavailable, require
 from grader.catalogue import UnknownKata, get_kata
 from grader.expect import Expect
-from grader.run.judge import Limits
+from grader.run.limits import Limits
 from grader.session import KataSession
 from grader.targets import BUILTIN_TARGETS, TargetError
 from grader.workspace import atomic_write

@@ -24,7 +24,8 @@ from grader import outcomes
 from grader.catalogue import Kata
 from grader.expect import Expect, MissingFunction
 from grader.results import CheckResult, GradeResult
-from grader.run.judge import Contestant, KnownHang, Limits, Stopped, Zygote
+from grader.run.judge import Contestant, KnownHang, Stopped, Zygote
+from grader.run.limits import NO_LIMITS, Limits
 from grader.targets import load_module, target_source
 
 OUTCOME_KEY = "kata_outcome"
@@ -36,8 +37,12 @@ SHARED_ZYGOTE: Zygote | None = None  # a warm process a batch worker keeps acros
 def warm_modules(kata: Kata) -> list[str]:
     """The heavy modules the kata's reference imports, for the warm process to import first."""
     tree = ast.parse(kata.solution())
-    names = {alias.name.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    names |= {node.module.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    names = {
+        alias.name.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    names |= {
+        node.module.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
     return [name for name in WARM_MODULES if name in names]
 
 
@@ -47,7 +52,7 @@ class KataSession:
         kata: Kata,
         spec: str | Path,
         timeout: float,
-        limits: Limits = Limits(),
+        limits: Limits = NO_LIMITS,
         against: str | None = None,
     ):
         self.zygote = SHARED_ZYGOTE or Zygote.start(warm_modules(kata), limits)  # first: it imports torch meanwhile
@@ -73,13 +78,15 @@ class KataSession:
             self.zygote.close()
 
     # -- contestants ------------------------------------------------------------------------------
-    def spawn(self, source: str, filename: str, deadline: float, hung: set[str] | None = None) -> Contestant:
-        return self.zygote.spawn(source, filename, deadline, self.hung if hung is None else hung)
+    def spawn(self, source: str, filename: str, seconds: float, hung: set[str] | None = None) -> Contestant:
+        if not self.zygote.alive:  # learner code killed it: go on with a warm process of this judge's own
+            self.zygote = self.zygote.restart()
+        return self.zygote.spawn(source, filename, seconds, self.hung if hung is None else hung)
 
     def probe(self) -> None:
         """Load the module under test once; remember why it failed, if it did."""
         try:
-            contestant = self.spawn(self.source, self.learner_file, time.monotonic() + self.timeout)
+            contestant = self.spawn(self.source, self.learner_file, self.timeout)
         except Stopped as stopped:
             outcome = outcomes.from_ending(stopped.ending, self.timeout)
             self.load_error = "while loading the file, " + outcome.message
@@ -93,7 +100,7 @@ class KataSession:
 
     def learner(self, item: pytest.Item) -> Contestant:
         """A fresh contestant for this check, with the check's deadline."""
-        return self.spawn(self.source, self.learner_file, time.monotonic() + self.timeout)
+        return self.spawn(self.source, self.learner_file, self.timeout)
 
     # -- one check --------------------------------------------------------------------------------
     def run(self, item: pytest.Item) -> list[TestReport]:
@@ -151,10 +158,11 @@ class KataSession:
         names = inspect.signature(item.obj).parameters
         matches = []
         for misconception_id, source in self.variants.items():
-            if time.monotonic() > self.fingerprint_deadline:  # never let naming a mistake cost a timeout
+            left = self.fingerprint_deadline - time.monotonic()
+            if left <= 0:  # never let naming a mistake cost a timeout
                 break
             try:
-                variant = self.spawn(source, f"<misconception {misconception_id}>", self.fingerprint_deadline, set())
+                variant = self.spawn(source, f"<misconception {misconception_id}>", left, set())
             except (Stopped, KnownHang):
                 break
             values = dict(item.funcargs, learner=variant, expect=Expect(variant, self.reference))

@@ -15,8 +15,8 @@ Requests (one message each; every answer is {"value": ...}, or {"raised": {...}}
 learner's code raised, or {"refused": "..."} when an answer is not plain data):
 
     call      target (a name in the module, or a handle), method (optional), args, kwargs,
-              keep (return a handle instead of data), changes (answer {"result", "changed"}: the
-              top-level tensor arguments the call changed in place, [index, value after]),
+              keep (return a handle instead of data), changes (answer {"result", "after"}: the
+              top-level tensor arguments as they are after the call, for the judge to compare),
               backward (the output's index path and a cotangent: backpropagate the picked output,
               or sum(output * cotangent); answer {"output", "grads"}: the gradient of every
               top-level argument tensor that required grad, in order, None where none came)
@@ -34,28 +34,27 @@ import copy
 import faulthandler
 import gc
 import importlib
+import importlib.abc
 import os
-import resource
 import signal
 import socket
 import sys
+import time
 import traceback
 
 import torch
 
-from grader.run import wire
+from grader.run import limits, wire
 from grader.run.source import load_module
-
-MEMORY_EXIT = 75  # exit status of a contestant that ran out of memory outside any request
-
 
 # -- the warm process ---------------------------------------------------------------------------
 
 
 def serve_spawns(control: socket.socket) -> None:
     """Fork a contestant per `spawn`; end them on `end`; exit when the judge goes away."""
-    children: set[int] = set()
+    children: dict[int, int | None] = {}  # pid -> wait status once reaped
     while True:
+        _reap(children)
         try:
             _, fds, _, _ = socket.recv_fds(control, 1, 2)
             request = wire.read_message(control.recv)
@@ -64,40 +63,68 @@ def serve_spawns(control: socket.socket) -> None:
         if request.get("op") == "spawn":
             sys.stdout.flush()
             sys.stderr.flush()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError as error:  # EAGAIN: the box's process cap is full (a fork bomb left its processes)
+                for fd in fds:
+                    os.close(fd)
+                control.sendall(wire.pack({"start_error": error.strerror or str(error)}))
+                continue
             if pid == 0:
                 control.close()
                 _contestant(fds[0], fds[1], request)
             for fd in fds:
                 os.close(fd)
-            children.add(pid)
+            children[pid] = None
             control.sendall(wire.pack({"pid": pid}))
         elif request.get("op") == "end":
             pid = request.get("pid")
-            status = _end(pid) if pid in children else {"exit": None}
-            children.discard(pid)
-            control.sendall(wire.pack(status))
-    for pid in children:
-        _end(pid)
+            if pid in children:
+                status = children.pop(pid)
+                if status is None and request.get("ending"):  # its channel closed: it is on its way out
+                    status = _wait(pid, 1.0)
+                control.sendall(wire.pack(_end(pid, status)))
+            else:
+                control.sendall(wire.pack({"exit": None}))
+    for pid, status in children.items():
+        _end(pid, status)
 
 
-def _end(pid: int) -> dict:
-    """Kill contestant `pid`'s process group; how it ended: {"exit": code} or {"signal": name}."""
-    done, status = os.waitpid(pid, os.WNOHANG)
-    killed = False
-    if not done:
-        killed = True
+def _end(pid: int, status: int | None) -> dict:
+    """Kill contestant `pid`'s process group; how it ended: {"killed": True}, {"exit": code} or {"signal": name}."""
+    if status is None:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        status = status if done else None
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    if not done:
-        _, status = os.waitpid(pid, 0)
-    if killed:
+    if status is None:
+        os.waitpid(pid, 0)
         return {"killed": True}
     if os.WIFSIGNALED(status):
         return {"signal": signal.Signals(os.WTERMSIG(status)).name}
     return {"exit": os.WEXITSTATUS(status)}
+
+
+def _wait(pid: int, seconds: float) -> int | None:
+    """The wait status of `pid` if it exits within `seconds`, else None."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.002)
+    return None
+
+
+def _reap(children: dict[int, int | None]) -> None:
+    """Collect contestants that ended by themselves (or by a box), keeping how they ended."""
+    for pid, status in children.items():
+        if status is None:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                children[pid] = status
 
 
 # -- one contestant -------------------------------------------------------------------------------
@@ -108,7 +135,12 @@ def _contestant(channel_fd: int, output_fd: int, request: dict) -> None:
     code = 0
     try:
         os.setsid()
-        _limit(request.get("memory_mb"), request.get("processes"))
+        if request.get("cgroup"):  # the judge's box for this file: every process it starts is counted and ended
+            with open(os.path.join(request["cgroup"], "cgroup.procs"), "w", encoding="ascii") as procs:
+                procs.write(str(os.getpid()))
+        limits.apply(limits.Limits(request.get("memory_mb"), request.get("processes")))
+        os.chdir(request["cwd"])  # the judge's: a scratch folder
+        os.environ.update(request["env"])
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(output_fd, 1)
@@ -121,7 +153,7 @@ def _contestant(channel_fd: int, output_fd: int, request: dict) -> None:
         channel = socket.socket(fileno=channel_fd)
         Server(channel, request["source"], request["filename"]).serve()
     except MemoryError:
-        code = MEMORY_EXIT
+        code = limits.MEMORY_EXIT
     except BaseException:
         traceback.print_exc()
         code = 70
@@ -131,37 +163,6 @@ def _contestant(channel_fd: int, output_fd: int, request: dict) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
-
-
-def _limit(memory_mb: int | None, processes: int | None) -> None:
-    """Address space beyond what the process holds now; for a user other than root, processes."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if memory_mb is not None:
-        cap = _address_space() + memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    if processes is not None and os.geteuid() != 0:
-        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
-        cap = _user_tasks() + processes
-        resource.setrlimit(resource.RLIMIT_NPROC, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
-
-
-def _address_space() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _user_tasks() -> int:
-    uid, count = os.geteuid(), 0
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
-                count += len(os.listdir(f"/proc/{entry}/task"))
-        except OSError:
-            pass
-    return count
 
 
 def learner_line(error: BaseException, filename: str) -> str:
@@ -282,11 +283,9 @@ class Server:
             raise MissingName(request.get("method") or request["target"])
         args, kwargs = request["args"], request["kwargs"]
         top = [value for value in [*args, *kwargs.values()] if type(value) is torch.Tensor]
-        before = [value.detach().clone() for value in top] if request.get("changes") else []
         result = fn(*args, **kwargs)
-        if request.get("changes"):
-            changed = [[i, now.detach()] for i, (was, now) in enumerate(zip(before, top)) if not _same(was, now)]
-            return {"value": {"result": result, "changed": changed}}
+        if request.get("changes"):  # the judge compares them with what it sent
+            return {"value": {"result": result, "after": [value.detach() for value in top]}}
         backward = request.get("backward")
         if backward is None:
             return {"value": result, "keep": request.get("keep", False)}
@@ -329,11 +328,6 @@ def _plain(tensor):
     return None if tensor is None else tensor.detach().clone()
 
 
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    a, b = a.detach(), b.detach()
-    return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a.isnan() & b.isnan())).all())
-
-
 def _assign(target, values: dict) -> None:
     state = dict(target.named_parameters()) | dict(target.named_buffers())
     with torch.no_grad():
@@ -341,11 +335,22 @@ def _assign(target, values: dict) -> None:
             state[name].copy_(value)
 
 
+class _RefuseAnswers(importlib.abc.MetaPathFinder):
+    """The packages that hold the answers cannot be imported by name. Not a wall: a file that
+    removes this finder or opens the reference by path is stopped only by the sandbox."""
+
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] in ("reference", "katas"):
+            raise ImportError(f"a graded file cannot import {name!r}", name=name)
+        return None
+
+
 def main(argv: list[str]) -> None:
     """Warm up (torch and the named modules), then serve spawns on the control socket."""
     control = socket.socket(fileno=int(argv[0]))
     for name in argv[1:]:
         importlib.import_module(name)
+    sys.meta_path.insert(0, _RefuseAnswers())
     torch.set_num_threads(1)
     gc.collect()
     gc.freeze()

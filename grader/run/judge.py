@@ -2,10 +2,10 @@
 to it in the wire format with a deadline, end it, and say how it ended.
 
     zygote = Zygote.start(["transformers"])          # imports torch while the judge does too
-    learner = zygote.spawn(source, filename, deadline=time.monotonic() + 10)
+    learner = zygote.spawn(source, filename, seconds=10)       # a fresh process, 10 s to answer all
     learner.call("compute_group_advantages", rewards, ids)   # plain tensors back, never objects
-    model = learner.new("RewardModel", learner.build("reward_model.backbone", "lesson", 0), 6)
-    model("input_ids" ...); model.method("compute_preference_loss", chosen, rejected)
+    model = learner.new("RewardModel", learner.build("reward_model.make_backbone", "lesson", 0), 6)
+    model(input_ids, mask); model.method("compute_preference_loss", chosen, rejected)
     learner.close()                                   # kills its whole process group
 
 Anything the contestant answers is read as data by grader.run.wire (never unpickled). A request
@@ -30,6 +30,7 @@ from functools import cache
 import torch
 
 from grader.run import wire
+from grader.run.limits import NO_LIMITS, Limits
 
 OUTPUT_KEEP = 3000  # bytes kept from each end of what a contestant prints
 
@@ -44,6 +45,7 @@ class Ending:
     where: str = ""  # the learner call that was running, if any
     malformed: str = ""  # why its answer could not be read
     start_error: str = ""  # why no contestant could be started
+    lost: bool = False  # the warm process itself was gone (killed by learner code?)
     output: str = ""
 
 
@@ -101,62 +103,85 @@ def to_exception(data: dict) -> LearnerRaised:
     return error
 
 
-@dataclass(frozen=True)
-class Limits:
-    memory_mb: int | None = None  # address space a contestant may add to what it starts with
-    processes: int | None = None  # processes (threads) beyond the user's, for a user other than root
-
-
 class Zygote:
     """The warm process: torch imported, never runs learner code, forks contestants on request."""
 
-    def __init__(self, process: subprocess.Popen, control: socket.socket, limits: Limits):
+    def __init__(self, process: subprocess.Popen, control: socket.socket, modules: list[str], limits: Limits):
         self.process = process
         self.control = control
+        self.modules = modules
         self.limits = limits
         self.ready = False
+        self.cgroup: str | None = None  # a cgroup every contestant enters first (grader.batch's box)
+        self.alive = True  # False once its control channel broke (it died, or was killed)
 
     @classmethod
-    def start(cls, modules: list[str] = (), limits: Limits = Limits()) -> "Zygote":
+    def start(cls, modules: list[str] = (), limits: Limits = NO_LIMITS) -> "Zygote":
         """Start the warm process; it imports torch and `modules` while the caller goes on."""
         ours, theirs = socket.socketpair()
         command = [sys.executable, "-m", "grader.run.contestant", str(theirs.fileno()), *modules]
         process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True)
         theirs.close()
-        return cls(process, ours, limits)
+        return cls(process, ours, list(modules), limits)
 
-    def _wait_ready(self) -> None:
+    def restart(self) -> "Zygote":
+        """End this warm process and start an equal one (after a judge left it mid-conversation)."""
+        self.close()
+        fresh = Zygote.start(self.modules, self.limits)
+        fresh.cgroup = self.cgroup
+        fresh.wait_ready()
+        return fresh
+
+    def wait_ready(self) -> None:
+        """Block until the warm process has imported what it needs (before forking judges that share it)."""
         if not self.ready:
             message = wire.read_message(self.control.recv)
             if message.get("ready") is not True:
                 raise RuntimeError("the contestant process did not start")
             self.ready = True
 
-    def spawn(self, source: str, filename: str, deadline: float, hung: set[str] | None = None) -> "Contestant":
+    def spawn(self, source: str, filename: str, seconds: float, hung: set[str] | None = None) -> "Contestant":
         """A fresh contestant with `source` loaded (or a load error), answering until `close()`.
 
+        It has `seconds` from now (once the warm process is ready) to load and answer everything.
         `hung` names learner functions that already ran out of time: calling one again raises
         KnownHang at once (share one set across the checks of one file).
         """
-        self._wait_ready()
+        self.wait_ready()
         ours, theirs = socket.socketpair()
         out_r, out_w = os.pipe()
-        request = {"op": "spawn", "source": source, "filename": filename}
-        request |= {"memory_mb": self.limits.memory_mb, "processes": self.limits.processes}
+        request = {"op": "spawn", "source": source, "filename": filename, "cwd": os.getcwd()}
+        request["env"] = {name: os.environ[name] for name in ("HOME", "TMPDIR") if name in os.environ}
+        request |= {"memory_mb": self.limits.memory_mb, "processes": self.limits.processes, "cgroup": self.cgroup}
         try:
             socket.send_fds(self.control, [b"S"], [theirs.fileno(), out_w])
             self.control.sendall(wire.pack(request))
-            pid = wire.read_message(self.control.recv)["pid"]
+            answer = wire.read_message(self.control.recv)
+        except (OSError, EOFError, wire.WireError):
+            self.alive = False
+            os.close(out_r)
+            raise Stopped(Ending(lost=True)) from None
         finally:
             theirs.close()
             os.close(out_w)
+        if "pid" not in answer:
+            os.close(out_r)
+            raise Stopped(Ending(start_error=str(answer.get("start_error", "no process"))))
+        pid, deadline = answer["pid"], time.monotonic() + seconds
         return Contestant(self, pid, ours, out_r, filename, deadline, set() if hung is None else hung)
 
-    def end(self, pid: int) -> dict:
-        """Kill contestant `pid`'s process group; {"killed": True}, {"exit": code} or {"signal": name}."""
-        socket.send_fds(self.control, [b"E"], [])
-        self.control.sendall(wire.pack({"op": "end", "pid": pid}))
-        return wire.read_message(self.control.recv)
+    def end(self, pid: int, ending: bool = False) -> dict:
+        """Kill contestant `pid`'s process group; {"killed": True}, {"exit": code} or {"signal": name}.
+
+        `ending`: its channel closed, so it is exiting by itself: wait a moment for how it ended.
+        """
+        try:
+            socket.send_fds(self.control, [b"E"], [])
+            self.control.sendall(wire.pack({"op": "end", "pid": pid, "ending": ending}))
+            return wire.read_message(self.control.recv)
+        except (OSError, EOFError, wire.WireError):  # the warm process is gone, and its contestants with it
+            self.alive = False
+            return {"lost": True}
 
     def close(self) -> None:
         self.control.close()
@@ -207,7 +232,7 @@ class Contestant:
     _output: _Output = field(default_factory=_Output)
 
     def __post_init__(self):
-        hello = self._receive("loading the file")
+        hello = self._receive("")
         if not hello.get("loaded"):
             self.load_error = hello.get("raised") or {"type": "Exception", "message": "the file did not load"}
 
@@ -216,11 +241,11 @@ class Contestant:
         """`module.name(*args, **kwargs)`, its result as data (see `answer` for the rest)."""
         return self.answer({"op": "call", "target": name, "args": list(args), "kwargs": kwargs}, name)
 
-    def call_with_changes(self, name: str, *args, **kwargs) -> tuple[object, list]:
-        """(result, [(index of a top-level argument, its value after the call)] changed in place)."""
+    def call_and_inputs(self, name: str, *args, **kwargs) -> tuple[object, list]:
+        """(result, the top-level tensor arguments as they were after the call), to see in-place changes."""
         request = {"op": "call", "target": name, "args": list(args), "kwargs": kwargs, "changes": True}
         answer = self.answer(request, name)
-        return answer["result"], answer["changed"]
+        return answer["result"], answer["after"]
 
     def new(self, name: str, *args, **kwargs) -> "Remote":
         """An object of the module's class (or any callable's result), kept in the contestant."""
@@ -320,7 +345,8 @@ class Contestant:
 
     def _stop(self, ending: Ending):
         """End the process and raise Stopped with how it ended."""
-        status = self._end()
+        status = self._end(ending=not ending.timed_out and not ending.malformed)
+        ending.lost = status.get("lost", False)
         if not ending.timed_out and not ending.malformed:
             ending.exit_code = status.get("exit")
             ending.signal_name = status.get("signal")
@@ -328,10 +354,10 @@ class Contestant:
         self.ending = ending
         raise Stopped(ending)
 
-    def _end(self) -> dict:
+    def _end(self, ending: bool = False) -> dict:
         if self.pid is None:
             return {}
-        status = self.zygote.end(self.pid)
+        status = self.zygote.end(self.pid, ending)
         self.pid = None
         self.channel.close()
         self._drain()

@@ -103,7 +103,9 @@ class Encoder:
         if kind is tuple:
             return {"$tuple": [self.value(item, depth + 1, what) for item in value]}
         if kind is dict:
-            return {"$dict": [[self.value(k, depth + 1, what), self.value(v, depth + 1, what)] for k, v in value.items()]}
+            return {
+                "$dict": [[self.value(k, depth + 1, what), self.value(v, depth + 1, what)] for k, v in value.items()]
+            }
         if kind is torch.Tensor:
             return {
                 "$tensor": self._tensor(value),

@@ -120,7 +120,9 @@ def test_k1_gradients_match_reference(expect):
     zh: k1 对两个对数概率的梯度与参考答案一致
     """
     new, ref = random_log_probs(2, dtype=torch.float64)
-    expect.gradients_match_reference("k1_kl", new, ref, wrt=("new_logp", "ref_logp"), cotangent=seeded_weights(new.shape, 3))
+    expect.gradients_match_reference(
+        "k1_kl", new, ref, wrt=("new_logp", "ref_logp"), cotangent=seeded_weights(new.shape, 3)
+    )
 
 
 # -- TODO 2: k2 ----------------------------------------------------------------------------------
@@ -183,7 +185,9 @@ def test_k2_gradients_match_reference(expect):
     zh: k2 对两个对数概率的梯度与参考答案一致
     """
     new, ref = random_log_probs(6, dtype=torch.float64)
-    expect.gradients_match_reference("k2_kl", new, ref, wrt=("new_logp", "ref_logp"), cotangent=seeded_weights(new.shape, 7))
+    expect.gradients_match_reference(
+        "k2_kl", new, ref, wrt=("new_logp", "ref_logp"), cotangent=seeded_weights(new.shape, 7)
+    )
 
 
 # -- TODO 3: k3 ----------------------------------------------------------------------------------
@@ -271,7 +275,9 @@ def test_k3_gradients_match_reference(expect):
     zh: k3 对两个对数概率的梯度与参考答案一致
     """
     new, ref = random_log_probs(12, dtype=torch.float64)
-    expect.gradients_match_reference("k3_kl", new, ref, wrt=("new_logp", "ref_logp"), cotangent=seeded_weights(new.shape, 13))
+    expect.gradients_match_reference(
+        "k3_kl", new, ref, wrt=("new_logp", "ref_logp"), cotangent=seeded_weights(new.shape, 13)
+    )
 
 
 @pytest.mark.todo(3)
@@ -355,7 +361,9 @@ def test_masked_mean_gradients_match_reference(expect):
     """
     values, mask = ragged_batch(24, dtype=torch.float64)
     expect.gradients_match_reference("masked_mean", values, mask, wrt=("values",))
-    expect.gradients_match_reference("masked_mean", values, mask, dim=-1, wrt=("values",), cotangent=seeded_weights((4,), 25))
+    expect.gradients_match_reference(
+        "masked_mean", values, mask, dim=-1, wrt=("values",), cotangent=seeded_weights((4,), 25)
+    )
 
 
 @pytest.mark.todo(4)

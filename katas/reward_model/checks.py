@@ -2,105 +2,135 @@
 Bradley-Terry loss (TODO 3).
 
 How a learner's class is compared with the reference's. RewardModel is a class, so each check
-builds two models, one from the learner's class and one from the reference's, and never shares a
-module between them (the constructor freezes its backbone in place):
-- the backbone: a fresh tiny module per model, built from the same seed under
-  `torch.random.fork_rng()`, so both models see identical weights and the global RNG is untouched;
+builds two models, one from the learner's class (in the learner's contestant process, a `Remote`)
+and one from the reference's (here, wrapped in `Here` so that both answer the same calls), and
+never shares a module between them (the constructor freezes its backbone in place):
+- the backbone: a fresh tiny module per model, built by grader.builders.reward_model from the
+  same seed, so both models see identical weights and the global RNG is untouched;
 - the value head: each class creates its own nn.Linear(H, 1) with whatever initialisation it
   likes; `build` then checks that it is an nn.Linear(H, 1) with a bias and overwrites its weight
   and bias with one fixed seeded set. Only TODO 1's structure is graded, never its random init.
 Two models built this way compute the same function, so their rewards, losses and gradients can
 be compared with the reference's through `expect.same`.
 
-Backbones (no downloads): "lesson" is the lesson's embedding -> linear -> GELU, which reads each
-position on its own; "causal" is an embedding and a one-layer GRU, where position t summarises
-tokens 0..t like a causal LM. Token id 0 is the padding token in every fixture.
+Backbones (no downloads, see grader.builders.reward_model): "lesson" is the lesson's embedding
+-> linear -> GELU, which reads each position on its own; "causal" is an embedding and a one-layer
+GRU, where position t summarises tokens 0..t like a causal LM. Token id 0 is the padding token.
 
 Fixtures separate the plausible ways of picking the token: batches with a full row (where
 mask.sum() - 1 is the last position) and batches without one (where mask.sum() points at a pad
 instead of failing), and margins of +/-1e4 where log(sigmoid(x)) underflows.
 """
 
+from functools import partial
+
 import pytest
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
+from grader.builders.reward_model import PAD, VOCAB, WIDTH, make_backbone
 from grader.expect import MissingFunction, fmt, rejects_with_value_error
+from grader.run.judge import Contestant, MissingName, Remote
 
 CLASS = "RewardModel"
-VOCAB, WIDTH, PAD = 16, 6, 0
 LENGTHS_WITH_FULL_ROW = [7, 3, 5, 1]  # T = 7: row 0 has no padding
 LENGTHS_ALL_PADDED = [3, 6, 1, 4]  # T = 7: every row ends in padding
 
 
-class LessonBackbone(nn.Module):
-    """The lesson's backbone: embedding, linear, GELU; each position is read on its own."""
+class Here:
+    """A reference model behind the calls the checks make of a learner's model (a `Remote`)."""
 
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(VOCAB, WIDTH)
-        self.linear = nn.Linear(WIDTH, WIDTH)
+    def __init__(self, model):
+        self.model = model
 
-    def forward(self, input_ids):
-        return F.gelu(self.linear(self.embed(input_ids)))  # (B, T, H)
+    def __call__(self, *args):
+        return self.model(*args)
+
+    def method(self, name: str, *args):
+        return getattr(self.model, name)(*args)
+
+    def backward(self, name: str, *args) -> dict:
+        """As Remote.backward: the scalar output and the gradient of each argument that requires grad."""
+        output = getattr(self.model, name)(*args)
+        output.backward()
+        leaves = [arg for arg in args if isinstance(arg, torch.Tensor) and arg.requires_grad]
+        return {"output": output.detach(), "grads": [leaf.grad for leaf in leaves]}
+
+    def assign(self, values: dict) -> None:
+        """As Remote.assign: copy `values` in place into the named parameters."""
+        parameters = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for name, value in values.items():
+                parameters[name].copy_(value)
 
 
-class CausalBackbone(nn.Module):
-    """Embedding and a one-layer GRU: position t summarises tokens 0..t, like a causal LM."""
-
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(VOCAB, 5)
-        self.gru = nn.GRU(5, WIDTH, batch_first=True)
-
-    def forward(self, input_ids):
-        return self.gru(self.embed(input_ids))[0]  # (B, T, H)
+def backbone(side, kind: str, seed: int):
+    """A seeded backbone for `side`: made in the learner's contestant, or here for the reference."""
+    if isinstance(side, Contestant):
+        return side.build("reward_model.make_backbone", kind, seed)
+    return make_backbone(kind, seed)
 
 
-BACKBONES = {"lesson": LessonBackbone, "causal": CausalBackbone}
+def construct(side, *args):
+    """`side`'s RewardModel(*args): a Remote for the learner (MissingFunction without the class)."""
+    if not isinstance(side, Contestant):
+        return Here(getattr(side, CLASS)(*args))
+    try:
+        return side.new(CLASS, *args)
+    except MissingName:
+        raise MissingFunction(f"your file has no class `{CLASS}`: the checks construct it by that name") from None
 
 
-def make_backbone(kind: str, seed: int) -> nn.Module:
-    """A fresh backbone with seeded weights; the global RNG is left as it was."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return BACKBONES[kind]()
+def attribute(model, name: str):
+    """`model.<name>`: data, or a Remote for an object; None when there is no such attribute."""
+    try:
+        return model.get(name, keep=True)
+    except MissingName:
+        return None
 
 
 def head_problem(model) -> str | None:
-    """Why `model.value_head` is not an nn.Linear(WIDTH, 1) with a bias, or None if it is."""
-    head = getattr(model, "value_head", None)
+    """Why the learner's `model.value_head` is not an nn.Linear(WIDTH, 1) with a bias, or None if it is."""
+    head = attribute(model, "value_head")
     if head is None:
         return f"the model has no attribute `value_head`; expected nn.Linear({WIDTH}, 1)"
-    if not isinstance(head, nn.Linear):
-        return f"value_head is a {type(head).__name__}; expected nn.Linear({WIDTH}, 1)"
-    if (head.in_features, head.out_features) != (WIDTH, 1):
-        return f"value_head is nn.Linear({head.in_features}, {head.out_features}); expected nn.Linear({WIDTH}, 1)"
-    if head.bias is None:
+    if not (isinstance(head, Remote) and head.is_a("torch.nn.Linear")):
+        kind = head.type_name if isinstance(head, Remote) else type(head).__name__
+        return f"value_head is a {kind}; expected nn.Linear({WIDTH}, 1)"
+    features = (head.get("in_features"), head.get("out_features"))
+    if features != (WIDTH, 1):
+        return f"value_head is nn.Linear({features[0]}, {features[1]}); expected nn.Linear({WIDTH}, 1)"
+    if attribute(head, "bias") is None:
         return f"value_head has no bias; expected nn.Linear({WIDTH}, 1) with its default bias"
     return None
 
 
-def model_class(module):
-    """`module`'s RewardModel class (MissingFunction when there is none)."""
-    found = getattr(module, CLASS, None)
-    if not callable(found):
-        raise MissingFunction(f"your file has no class `{CLASS}`: the checks construct it by that name")
-    return found
-
-
-def build(module, kind: str = "lesson", seed: int = 0, hidden_dim: int = WIDTH):
-    """`module`'s RewardModel on a seeded backbone, its value head set to fixed seeded weights."""
-    model = model_class(module)(make_backbone(kind, seed), hidden_dim)
-    problem = head_problem(model)
+def build(side, kind: str = "lesson", seed: int = 0, hidden_dim: int = WIDTH):
+    """`side`'s RewardModel on a seeded backbone, its value head set to fixed seeded weights."""
+    model = construct(side, backbone(side, kind, seed), hidden_dim)
+    problem = head_problem(model) if isinstance(model, Remote) else None
     if problem:
         raise AssertionError(problem)
     generator = torch.Generator().manual_seed(100 + seed)
-    with torch.no_grad():
-        model.value_head.weight.copy_(torch.randn(1, WIDTH, generator=generator))
-        model.value_head.bias.copy_(torch.randn(1, generator=generator))
+    weight = torch.randn(1, WIDTH, generator=generator)
+    model.assign({"value_head.weight": weight, "value_head.bias": torch.randn(1, generator=generator)})
     return model
+
+
+def holds(model: Remote, name: str, module: Remote) -> bool:
+    """Whether `model.<name>` is `module` itself, not a copy: a mark written into `module`'s
+    weights shows through it. (A Remote has no identity to compare; the mark stays.)"""
+    held = attribute(model, name)
+    if not (isinstance(held, Remote) and held.is_a("torch.nn.Module")):
+        return False
+    marked = {key: value + 1 for key, value in module.state().items()}
+    module.assign(marked)
+    now = held.state()
+    return now.keys() == marked.keys() and all(torch.equal(now[key], marked[key]) for key in marked)
+
+
+def grads(module: Remote) -> dict:
+    """{name: its .grad or None} for every parameter of a learner's module."""
+    return {name: grad for name, (_, grad) in module.params().items()}
 
 
 def batch(lengths: list[int], seed: int, length: int = 7):
@@ -124,19 +154,42 @@ def rewards_match_reference(expect, kind: str, ids, mask=None, lengths=None, see
     return got
 
 
-def loss_call(model, chosen, rejected, grad: bool = False):
-    """(loss, gradient wrt chosen, gradient wrt rejected) of model.compute_preference_loss."""
-    chosen = chosen.detach().clone().requires_grad_(grad)
-    rejected = rejected.detach().clone().requires_grad_(grad)
-    loss = model.compute_preference_loss(chosen, rejected)
-    if grad and isinstance(loss, torch.Tensor) and loss.ndim == 0 and loss.requires_grad:
-        loss.backward()
-    return loss, chosen.grad, rejected.grad
+def loss_of(model, chosen, rejected):
+    """model.compute_preference_loss(chosen, rejected)."""
+    return model.method("compute_preference_loss", chosen.clone(), rejected.clone())
+
+
+def loss_gradients(model, chosen, rejected) -> tuple:
+    """(gradient wrt chosen, gradient wrt rejected) of model.compute_preference_loss; None where none came."""
+    leaves = [rewards.detach().clone().requires_grad_(True) for rewards in (chosen, rejected)]
+    found = model.backward("compute_preference_loss", *leaves)["grads"]
+    return tuple(found) if found else (None, None)
+
+
+def backpropagate_the_loss(model: Remote, chosen: tuple, rejected: tuple) -> bool:
+    """`model.compute_preference_loss(model(*chosen), model(*rejected)).backward()` in the learner's
+    process; False (and no backward) when the loss carries no gradient.
+
+    Tensors cross without their graph, so this goes by the chain rule: the loss's gradient with
+    respect to each batch's rewards, then each batch's rewards backpropagated with it as the
+    cotangent. The parameters' .grad add up to what the one loss.backward() leaves.
+    """
+    batches = [chosen, rejected]
+    rewards = [model(*inputs) for inputs in batches]
+    answer = model.backward("compute_preference_loss", *rewards)
+    if isinstance(answer["output"], torch.Tensor) and answer["output"].ndim != 0:
+        raise AssertionError(f"compute_preference_loss returned {fmt(answer['output'])}; expected a scalar tensor")
+    found = answer["grads"] or []
+    flowing = [inputs for inputs, r in zip(batches, rewards) if isinstance(r, torch.Tensor) and r.requires_grad]
+    cotangents = [(inputs, grad) for inputs, grad in zip(flowing, found) if grad is not None]
+    for inputs, grad in cotangents:
+        model.backward(None, *inputs, cotangent=grad)
+    return bool(cotangents)
 
 
 def loss_matches_reference(expect, chosen, rejected):
-    got = loss_call(build(expect.learner), chosen, rejected)[0]
-    expected = loss_call(build(expect.reference), chosen, rejected)[0]
+    got = loss_of(build(expect.learner), chosen, rejected)
+    expected = loss_of(build(expect.reference), chosen, rejected)
     expect.same(got, expected, f"compute_preference_loss(reward_chosen={fmt(chosen)}, reward_rejected={fmt(rejected)})")
     return got
 
@@ -150,7 +203,7 @@ def test_value_head_is_a_linear_layer_to_one_number(expect):
 
     zh: value_head 是带偏置的 nn.Linear(hidden_dim, 1)
     """
-    model = model_class(expect.learner)(make_backbone("lesson", 0), WIDTH)
+    model = construct(expect.learner, backbone(expect.learner, "lesson", 0), WIDTH)
     problem = head_problem(model)
     if problem:
         raise AssertionError(problem)
@@ -162,17 +215,17 @@ def test_backbone_is_frozen_and_only_the_head_trains(expect):
 
     zh: backbone 的每个参数 requires_grad 为 False；可训练参数只有 value head 的
     """
-    backbone = make_backbone("causal", 0)
-    model = model_class(expect.learner)(backbone, WIDTH)
-    if getattr(model, "backbone", None) is not backbone:
+    given = backbone(expect.learner, "causal", 0)
+    model = construct(expect.learner, given, WIDTH)
+    if not holds(model, "backbone", given):
         raise AssertionError("model.backbone must be the backbone module passed to RewardModel(backbone, hidden_dim)")
-    training = [name for name, parameter in backbone.named_parameters() if parameter.requires_grad]
+    training = [name for name, (requires_grad, _) in given.params().items() if requires_grad]
     if training:
         raise AssertionError(
             f"backbone parameters that still have requires_grad=True: {', '.join(training)}; "
             "freeze them all (an optimizer over model.parameters() would update them)"
         )
-    trainable = sorted(name for name, parameter in model.named_parameters() if parameter.requires_grad)
+    trainable = sorted(name for name, (requires_grad, _) in model.params().items() if requires_grad)
     if trainable != ["value_head.bias", "value_head.weight"]:
         raise AssertionError(
             f"trainable parameters: {trainable}; expected only ['value_head.bias', 'value_head.weight']"
@@ -188,18 +241,13 @@ def test_after_backward_only_the_head_has_gradients(expect):
     model = build(expect.learner, "causal", 1)
     chosen_ids, chosen_mask = batch(LENGTHS_ALL_PADDED, seed=11)
     rejected_ids, rejected_mask = batch(LENGTHS_ALL_PADDED[::-1], seed=12)
-    loss = model.compute_preference_loss(model(chosen_ids, chosen_mask), model(rejected_ids, rejected_mask))
-    if not isinstance(loss, torch.Tensor) or not loss.requires_grad:
+    if not backpropagate_the_loss(model, (chosen_ids, chosen_mask), (rejected_ids, rejected_mask)):
         raise AssertionError("the loss carries no gradient: the rewards must come from value_head, outside no_grad")
-    loss.backward()
-    reached = [
-        name
-        for name, parameter in model.backbone.named_parameters()
-        if parameter.grad is not None and bool((parameter.grad != 0).any())
-    ]
+    backbone_grads = grads(model.get("backbone", keep=True))
+    reached = [name for name, grad in backbone_grads.items() if grad is not None and bool((grad != 0).any())]
     if reached:
         raise AssertionError(f"gradient reached backbone parameters: {', '.join(reached)}; the backbone is frozen")
-    weight_grad = model.value_head.weight.grad
+    weight_grad = grads(model.get("value_head", keep=True))["weight"]
     if weight_grad is None or not bool((weight_grad != 0).any()):
         raise AssertionError("value_head.weight received no gradient: the head is what this model trains")
 
@@ -292,7 +340,7 @@ def test_equal_rewards_give_log_2(expect):
     zh: reward 相等即抛硬币：损失为 log 2 = 0.693147，与批大小无关
     """
     rewards = torch.tensor([0.3, -1.2, 2.0, 0.0, 5.0])
-    loss = loss_call(build(expect.learner), rewards, rewards.clone())[0]
+    loss = loss_of(build(expect.learner), rewards, rewards.clone())
     if not isinstance(loss, torch.Tensor) or loss.ndim != 0:
         raise AssertionError(f"compute_preference_loss returned {fmt(loss)}; expected a scalar tensor")
     if abs(loss.item() - 0.693147) > 1e-5:
@@ -307,7 +355,7 @@ def test_loss_is_finite_for_huge_margins(expect):
     """
     chosen = torch.tensor([1e4, 0.0, 3.0])
     rejected = torch.tensor([0.0, 1e4, 1.0])
-    loss = loss_call(build(expect.learner), chosen, rejected)[0]
+    loss = loss_of(build(expect.learner), chosen, rejected)
     if isinstance(loss, torch.Tensor) and loss.ndim == 0 and not bool(torch.isfinite(loss)):
         raise AssertionError(
             f"margins [1e4, -1e4, 2]: the loss is {loss.item()}, expected about 3333.3757; "
@@ -324,7 +372,7 @@ def test_gradient_raises_chosen_and_lowers_rejected(expect):
     """
     generator = torch.Generator().manual_seed(5)
     chosen, rejected = torch.randn(5, generator=generator), torch.randn(5, generator=generator)
-    _, chosen_grad, rejected_grad = loss_call(build(expect.learner), chosen, rejected, grad=True)
+    chosen_grad, rejected_grad = loss_gradients(build(expect.learner), chosen, rejected)
     if chosen_grad is None or rejected_grad is None:
         raise AssertionError("no gradient reached the rewards: compute the loss from them with differentiable ops")
     if not bool((chosen_grad < 0).all() and (rejected_grad > 0).all()):
@@ -332,7 +380,7 @@ def test_gradient_raises_chosen_and_lowers_rejected(expect):
             "d loss / d reward_chosen must be < 0 and d loss / d reward_rejected > 0 for every pair, "
             f"got {fmt(chosen_grad)} and {fmt(rejected_grad)}"
         )
-    _, want_chosen, want_rejected = loss_call(build(expect.reference), chosen, rejected, grad=True)
+    want_chosen, want_rejected = loss_gradients(build(expect.reference), chosen, rejected)
     call = f"compute_preference_loss(reward_chosen={fmt(chosen)}, reward_rejected={fmt(rejected)})"
     expect.same(chosen_grad, want_chosen, f"{call}\n  gradient of the loss with respect to `reward_chosen`")
     expect.same(rejected_grad, want_rejected, f"{call}\n  gradient of the loss with respect to `reward_rejected`")
@@ -356,16 +404,15 @@ def test_rejects_inputs_outside_the_contract(expect):
     chosen, rejected = torch.tensor([1.0, -0.5, 2.0, 0.3]), torch.tensor([0.2, 0.4, -1.0, 0.3])
     loss_matches_reference(expect, chosen, rejected)
 
-    learner_class = model_class(expect.learner)
     model = build(expect.learner, "causal", 6)
     empty_row = mask.clone()
     empty_row[2] = False
-    construct = f"{CLASS}(backbone, hidden_dim)"
+    constructor = f"{CLASS}(backbone, hidden_dim)"
     for why, args in [
-        ("hidden_dim = 0", (make_backbone("lesson", 0), 0)),
-        ("a backbone that is not an nn.Module", (lambda ids: ids, WIDTH)),
+        ("hidden_dim = 0", (backbone(expect.learner, "lesson", 0), 0)),
+        ("a backbone that is not an nn.Module", (expect.learner.build("reward_model.not_a_module"), WIDTH)),
     ]:
-        raises_value_error(why, construct, learner_class, *args)
+        raises_value_error(why, constructor, construct, expect.learner, *args)
     call = describe("causal", ids, mask, LENGTHS_WITH_FULL_ROW)
     for why, args in [
         ("attention_mask of another shape", (ids, mask[:, :-1])),
@@ -376,7 +423,7 @@ def test_rejects_inputs_outside_the_contract(expect):
         ("float input_ids", (ids.float(), None)),
     ]:
         raises_value_error(why, call, model, *args)
-    wide = learner_class(make_backbone("causal", 6), WIDTH + 1)
+    wide = construct(expect.learner, backbone(expect.learner, "causal", 6), WIDTH + 1)
     raises_value_error("hidden_dim differs from the backbone's width", f"{call} with hidden_dim={WIDTH + 1}", wide, ids)
     loss_text = "compute_preference_loss(reward_chosen, reward_rejected)"
     for why, args in [
@@ -384,4 +431,4 @@ def test_rejects_inputs_outside_the_contract(expect):
         ("rewards of shape (B, 1)", (chosen.unsqueeze(-1), rejected.unsqueeze(-1))),
         ("no pairs at all", (chosen[:0], rejected[:0])),
     ]:
-        raises_value_error(why, loss_text, model.compute_preference_loss, *args)
+        raises_value_error(why, loss_text, partial(model.method, "compute_preference_loss"), *args)

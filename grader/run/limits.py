@@ -1,0 +1,56 @@
+"""What a contestant may take: memory and processes, set as resource limits in the contestant
+before it loads anything (no torch here: the `kata` process reads these settings too).
+
+Memory is address space beyond what the contestant already holds when it starts (a memory bomb
+gets MemoryError or torch's "can't allocate memory" instead of swapping the machine). Processes
+bound a user other than root through RLIMIT_NPROC (root ignores it: as root, grader.batch's
+cgroup box caps processes instead). Core dumps are always off.
+"""
+
+import os
+import resource
+from dataclasses import dataclass
+
+MEMORY_EXIT = 75  # exit status of a contestant that ran out of memory outside any request
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int | None = None  # address space a contestant may add to what it starts with
+    processes: int | None = None  # processes (threads) beyond the user's current ones; not for root
+
+
+NO_LIMITS = Limits()
+
+
+def apply(limits: Limits) -> None:
+    """Set this process's limits, relative to what it holds now."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limits.memory_mb is not None:
+        cap = _address_space() + limits.memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    if limits.processes is not None and os.geteuid() != 0:
+        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        cap = _user_tasks() + limits.processes
+        resource.setrlimit(resource.RLIMIT_NPROC, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+
+
+def _address_space() -> int:
+    """Bytes of virtual memory this process has mapped (VmSize)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _user_tasks() -> int:
+    """Threads of every process of this user: what RLIMIT_NPROC counts."""
+    uid, count = os.geteuid(), 0
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry}/task"))
+        except OSError:  # gone meanwhile
+            pass
+    return count

@@ -1,0 +1,152 @@
+"""Hostile submissions: code written to raise its own grade. Each attack is graded twice, with
+and without the attack, and must score exactly what the file scores without it (or, for an answer
+that is not plain data, no check may pass that the honest file does not pass).
+
+The judge holds the reference and the expected values; learner code runs only in contestant
+processes that hold neither, and answers as data (grader.run). These files try every route the
+old single-process design left open.
+"""
+
+import os
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from grader.catalogue import get_kata
+from grader.grading import grade
+
+KATA = get_kata("group_advantages")
+TIMEOUT = 5.0
+REFERENCE = KATA.solution()
+HONEST_WRONG = (
+    "return rewards - torch.stack([rewards[group_ids.eq(g)].mean() for g in group_ids])"  # centred, not scaled
+)
+
+
+def learner(setup: str, answer: str = HONEST_WRONG) -> str:
+    """A file whose compute_group_advantages runs `setup` (an attack) and then returns `answer`."""
+    return textwrap.dedent("""
+        import torch
+
+        def compute_group_advantages(rewards, group_ids, eps=1e-6):
+        {setup}
+            {answer}
+    """).format(setup=textwrap.indent(textwrap.dedent(setup).strip(), "    "), answer=answer)
+
+
+STEAL = """
+    import gc, sys
+    stolen = None
+    frame = sys._getframe()
+    while frame is not None and stolen is None:  # frame walking: the caller's locals and globals
+        for scope in (frame.f_locals, frame.f_globals):
+            for value in list(scope.values()):
+                if getattr(value, "__name__", "") == "compute_group_advantages" and value is not compute_group_advantages:
+                    stolen = value
+        frame = frame.f_back
+    for module in list(sys.modules.values()):  # the reference (or pytest's stash) among loaded modules
+        fn = getattr(module, "compute_group_advantages", None)
+        if stolen is None and callable(fn) and fn is not compute_group_advantages:
+            stolen = fn
+    for finder in sys.meta_path:  # pytest's config through the import system
+        config = getattr(finder, "config", None)
+        if stolen is None and config is not None:
+            stolen = config
+    for thing in gc.get_objects():  # any function of that name the collector knows
+        if stolen is None and getattr(thing, "__name__", None) == "compute_group_advantages" and thing is not compute_group_advantages:
+            stolen = thing
+    if callable(stolen):
+        return stolen(rewards, group_ids, eps)
+"""
+
+PATCH_COMPARISONS = """
+    for name in ("__eq__", "__ne__", "__gt__", "__lt__", "__ge__", "__le__"):
+        setattr(torch.Tensor, name, lambda *args, **kwargs: torch.tensor(False))
+    torch.allclose = torch.equal = lambda *args, **kwargs: True
+    torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(a, dtype=torch.bool)
+"""
+
+LIAR = """
+    class Liar(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func in (torch.Tensor.__sub__, torch.sub):
+                return torch.zeros(())
+            return super().__torch_function__(func, types, args, kwargs or {})
+"""
+
+WRITE_EVERY_FD = """
+    import os, pickle, struct, json
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ("touch MARKER",))
+    forged = json.dumps({"value": {"passed": 13, "failed": 0}}).encode()
+    blobs = [pickle.dumps(Payload()), struct.pack(">I", len(forged)) + forged + struct.pack(">Q", 0), b"\\x80\\x04garbage"]
+    for fd in range(3, 1024):
+        for blob in blobs:
+            try:
+                os.write(fd, blob)
+            except OSError:
+                pass
+"""
+
+CASES = {
+    "steal": (STEAL, HONEST_WRONG),
+    "patch_comparisons": (PATCH_COMPARISONS, HONEST_WRONG),
+    "liar_tensor": (LIAR, f"return ({HONEST_WRONG.removeprefix('return ')}).as_subclass(Liar)"),
+    "write_every_fd": (WRITE_EVERY_FD, HONEST_WRONG),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """{case: (attacked GradeResult, honest GradeResult)}, graded two at a time."""
+    folder = tmp_path_factory.mktemp("hostile")
+    marker = folder / "pwned"
+    files = {"honest": learner("pass")}
+    for case, (setup, answer) in CASES.items():
+        files[case] = learner(setup.replace("MARKER", str(marker)), answer)
+
+    def run(case):
+        path = folder / f"{case}.py"
+        path.write_text(files[case], encoding="utf-8")
+        return case, grade(KATA, path, timeout=TIMEOUT)
+
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        results = dict(pool.map(run, files))
+    return results, marker
+
+
+def passing(result) -> set[str]:
+    return {check.name for check in result.checks if check.status == "passed"}
+
+
+def test_the_honest_file_passes_the_mean_zero_check_and_fails_most(graded):
+    results, _ = graded
+    assert "each_group_has_zero_mean" in passing(results["honest"])
+    assert len(passing(results["honest"])) <= 4
+
+
+@pytest.mark.parametrize("case", ["steal", "patch_comparisons"])
+def test_an_attack_scores_exactly_what_the_file_scores_without_it(graded, case):
+    results, _ = graded
+    assert results[case].load_error is None
+    assert passing(results[case]) == passing(results["honest"]), [c.message for c in results[case].checks][:3]
+
+
+def test_a_lying_tensor_subclass_passes_nothing_and_is_named(graded):
+    results, _ = graded
+    assert passing(results["liar_tensor"]) <= passing(results["honest"])
+    messages = [check.message for check in results["liar_tensor"].checks if check.status != "passed"]
+    assert any("returned a `Liar`, not a plain `torch.Tensor`" in message for message in messages)
+
+
+def test_bytes_and_pickles_written_to_every_descriptor_are_never_unpickled(graded):
+    """The only descriptor it can reach is its own answer channel: it can spoil its answers, never forge them."""
+    results, marker = graded
+    assert not marker.exists()
+    assert passing(results["write_every_fd"]) <= passing(results["honest"])
+    assert all(
+        "not in the grading format" in c.message for c in results["write_every_fd"].checks if c.status != "passed"
+    )
