@@ -25,6 +25,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +50,7 @@ class Settings:
     timeout: float = DEFAULT_TIMEOUT  # seconds per check
     memory_mb: int = DEFAULT_MEMORY_MB  # memory each check may add
     max_tasks: int = containment.MAX_TASKS  # processes and threads one file's grading may hold
+    sandboxed: bool = True  # contestants run in the OS sandbox (grader.run.sandbox); False: --no-sandbox
 
     @property
     def run_limit(self) -> float:
@@ -82,9 +84,15 @@ class BatchError(ValueError):
 
 
 def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: tuple[Path, ...] = ()) -> Roster:
-    """The students (sub-folders of `root`) and their kata files; `slugs` limits the katas."""
+    """The students (sub-folders of `root`) and their kata files; `slugs` limits the katas.
+
+    Any folder or file name is data: the roster's students, strays and ignored entries, and each
+    Job's student, are display names (grader.names.display_name); Job.folder is the real path.
+    """
+    from grader.names import display_name
+
     if not root.is_dir():
-        raise BatchError(f"{root} is not a folder of student folders")
+        raise BatchError(f"{display_name(str(root))} is not a folder of student folders")
     known = [kata.slug for kata in catalogue.all_katas()]
     wanted = set(slugs or known)
     excluded = {path.resolve() for path in exclude}
@@ -92,20 +100,21 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
     for entry in sorted(root.iterdir(), key=lambda path: path.name):
         if entry.name.startswith(".") or entry.resolve() in excluded:
             continue
+        student = display_name(entry.name)
         if entry.is_symlink() or not entry.is_dir():
-            ignored.append(entry.name)
+            ignored.append(student)
             continue
-        students.append(entry.name)
+        students.append(student)
         extras = folder_files(entry)
         for path in sorted(entry.glob("*.py")):
             slug = path.stem
             if path.is_symlink() or not path.is_file():
                 continue
             if slug not in known:
-                strays.setdefault(entry.name, []).append(path.name)
+                strays.setdefault(student, []).append(display_name(path.name))
             elif slug in wanted:
                 found.add(slug)
-                jobs.append(Job(entry.name, slug, entry, digest(entry, slug, settings, extras), settings))
+                jobs.append(Job(student, slug, entry, digest(entry, slug, settings, extras), settings))
     columns = [slug for slug in known if slug in (set(slugs) if slugs else found)]
     return Roster(columns, students, jobs, strays, ignored)
 
@@ -134,7 +143,7 @@ def digest(folder: Path, slug: str, settings: Settings, files: list[str]) -> str
     hasher.update((folder / f"{slug}.py").read_bytes())
     for name in files:
         if name not in katas:
-            hasher.update(f"\0{name}\0".encode())
+            hasher.update(b"\0" + os.fsencode(name) + b"\0")  # any bytes: a name need not be UTF-8
             hasher.update((folder / name).read_bytes())
     return hasher.hexdigest()
 
@@ -161,7 +170,10 @@ def _kata_digest(slug: str) -> str:
 
 
 def record_path(out: Path, student: str, slug: str) -> Path:
-    return out / "results" / student / f"{slug}.json"
+    """OUT/results/STUDENT/SLUG.json; `student` is a display name, one folder per student (names.file_name)."""
+    from grader.names import file_name
+
+    return out / "results" / file_name(student) / f"{slug}.json"
 
 
 def load_record(out: Path, job: Job) -> dict | None:
@@ -175,9 +187,10 @@ def load_record(out: Path, job: Job) -> dict | None:
 
 
 def save_record(out: Path, record: dict) -> None:
+    from grader.names import json_text
     from grader.workspace import atomic_write
 
-    atomic_write(record_path(out, record["student"], record["kata"]), json.dumps(record, ensure_ascii=False, indent=1))
+    atomic_write(record_path(out, record["student"], record["kata"]), json_text(record))
 
 
 # -- the pool ---------------------------------------------------------------------------------
@@ -198,6 +211,7 @@ def run_batch(
     At the end every record is saved again from memory: whatever a submission wrote over another's
     result file while it ran (all its processes are dead by then) is undone.
     """
+    containment.clean_leftovers()  # the cgroups of a run that was killed, and their processes
     run = BatchRun({})
     todo = []
     for job in roster.jobs:
@@ -257,6 +271,9 @@ def _warm_modules(slug: str) -> list[str]:
     return warm_modules(catalogue.get_kata(slug))
 
 
+_DROP: Path | None = None  # this worker's folder for scratch copies (what its sandbox sees at /kata/drop)
+
+
 def warm(settings: Settings, modules: list[str]) -> None:
     """Pool initializer: import once what every grading run needs; start the warm contestant process."""
     import _pytest.config  # noqa: F401
@@ -267,7 +284,10 @@ def warm(settings: Settings, modules: list[str]) -> None:
     from grader.run.judge import Zygote
     from grader.run.limits import Limits
 
-    session.SHARED_ZYGOTE = Zygote.start(modules, Limits(settings.memory_mb, settings.max_tasks))
+    global _DROP
+    _DROP = Path(tempfile.mkdtemp(prefix="kata-drop-"))
+    drop = _DROP if settings.sandboxed else None
+    session.SHARED_ZYGOTE = Zygote.start(modules, Limits(settings.memory_mb, settings.max_tasks), drop)
     session.SHARED_ZYGOTE.wait_ready()  # before the first judge forks: each judge shares it
 
 
@@ -282,7 +302,7 @@ def grade_file(job: Job) -> dict:
     kata = catalogue.get_kata(job.slug)
     settings = job.settings
     with (
-        tempfile.TemporaryDirectory(prefix="kata-grade-", ignore_cleanup_errors=True) as work,
+        tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_DROP, ignore_cleanup_errors=True) as work,
         tempfile.TemporaryDirectory(prefix="kata-report-", ignore_cleanup_errors=True) as private,
     ):
         scratch = Path(work)
@@ -308,19 +328,18 @@ def copy_folder(folder: Path, scratch: Path, slug: str) -> None:
 
 
 def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Settings) -> tuple[str, int]:
-    """Fork the pytest run inside a box; wait at most the run limit; kill whatever is left.
+    """Fork the judge (the pytest run); wait at most the run limit; end the file's box and cgroup.
 
     Returns (why it ended without a result, if it did so abnormally, else "") and the peak resident
-    memory of the run's process tree in KiB.
+    memory of the judge in KiB.
     """
     from grader import session
 
-    box = containment.Box(settings.max_tasks)
-    session.SHARED_ZYGOTE.cgroup = str(box.path) if box.path else None
+    box = containment.Box(settings.max_tasks, settings.memory_mb)
+    session.SHARED_CGROUP = box
     pid = os.fork()
     if pid == 0:
-        _pytest_child(box, arguments, scratch, log)
-    box.started(pid)
+        _pytest_child(arguments, scratch, log)
     ending, peak_kb = "", 0
     try:
         deadline = time.monotonic() + settings.run_limit
@@ -329,7 +348,7 @@ def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Setting
             if done:
                 break
             if time.monotonic() > deadline:
-                box.kill()
+                os.kill(pid, signal.SIGKILL)
                 _, status, usage = os.wait4(pid, 0)
                 ending = f"the grading run did not finish within {settings.run_limit:g} s"
                 break
@@ -341,7 +360,8 @@ def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Setting
             # the judge may have left the warm process mid-conversation, or learner code killed it
             session.SHARED_ZYGOTE = session.SHARED_ZYGOTE.restart()
     finally:
-        box.close()  # before the report is read: nothing the file started can write it any more
+        box.close()  # before the report is read: nothing the file started is left
+        session.SHARED_CGROUP = None
         try:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
@@ -349,13 +369,13 @@ def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Setting
     return ending, peak_kb
 
 
-def _pytest_child(box: containment.Box, arguments: list[str], scratch: Path, log: Path) -> None:
-    """In the forked child: enter the box, take the scratch folder as home, run pytest, exit."""
+def _pytest_child(arguments: list[str], scratch: Path, log: Path) -> None:
+    """In the forked child (the judge): take the scratch folder as home, run pytest, exit."""
     code = 70
     try:
         import resource
 
-        box.enter()
+        os.setpgid(0, 0)
         os.chdir(scratch)
         output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)

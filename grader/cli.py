@@ -530,6 +530,12 @@ def _record_drill(workspace: Workspace, slug: str, level: str, right: int, total
     help="Memory each check may add, in MB.",
 )
 @click.option("--force", is_flag=True, help="Grade every file again, even those graded before and unchanged.")
+@click.option(
+    "--no-sandbox",
+    "no_sandbox",
+    is_flag=True,
+    help="Run the files' code outside the OS sandbox (bwrap); said in the output, grades.json and JUnit.",
+)
 @lang_option
 def grade(
     submissions: Path,
@@ -539,6 +545,7 @@ def grade(
     timeout: float,
     memory: int,
     force: bool,
+    no_sandbox: bool,
     lang: str | None,
 ) -> int:
     """Grade a class: SUBMISSIONS holds one folder per student, each with any number of kata files.
@@ -549,6 +556,7 @@ def grade(
     only what is new or changed. Writes OUT/grades.csv, OUT/grades.json and OUT/junit/STUDENT.xml.
     """
     from grader import batch, gradesheet
+    from grader.names import display_name
 
     slugs = None
     if kata_names is not None:
@@ -560,24 +568,34 @@ def grade(
                 catalogue.get_kata(name)
             except catalogue.UnknownKata as error:
                 raise click.BadParameter(str(error), param_hint="--katas") from None
-    settings = batch.Settings(timeout=timeout, memory_mb=memory)
+    from grader.run import sandbox
+
+    why = None if no_sandbox else sandbox.problem()
+    if why:
+        errors.print(f"kata: cannot grade in the sandbox: {why}; or pass --no-sandbox", style="error", markup=False)
+        return 1
+    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox)
     try:
         roster = batch.discover(submissions, slugs, settings, exclude=(out,))
     except batch.BatchError as error:
         raise click.UsageError(str(error)) from None
     if not roster.students:
-        errors.print(f"kata: no student folders in {submissions}; nothing to grade.", style="warning")
+        errors.print(
+            f"kata: no student folders in {display_name(str(submissions))}; nothing to grade.",
+            style="warning",
+            markup=False,
+        )
         return 1
     from grader.styles import progress_bar
 
+    if no_sandbox:
+        console.print("grading without the sandbox (--no-sandbox): the files' code runs as you", style="warning")
     with progress_bar(console.rich(), "grading", len(roster.jobs), remaining=True) as advance:
         run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
     sheet = gradesheet.build_sheet(roster, run.records)
     gradesheet.write_sheet(sheet, out)
-    console.print(
-        f"graded {run.graded}, unchanged {run.reused}; wrote {out / 'grades.csv'}, {out / 'grades.json'}, {out / 'junit'}",
-        style="muted",
-    )
+    wrote = ", ".join(display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit"))
+    console.print(f"graded {run.graded}, unchanged {run.reused}; wrote {wrote}", style="muted", markup=False)
     console.print(gradesheet.build_summary(sheet, pick_language(lang)))
     return 0
 

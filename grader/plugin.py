@@ -23,7 +23,7 @@ from grader.against import TRL_VERSION, AgainstError, TrlUnavailable, require
 from grader.catalogue import UnknownKata, get_kata
 from grader.expect import Expect
 from grader.run.limits import Limits
-from grader.session import KataSession
+from grader.session import SANDBOX_CHOICES, KataSession, SandboxUnavailable, use_sandbox
 from grader.targets import BUILTIN_TARGETS, TargetError
 from grader.workspace import atomic_write
 
@@ -36,6 +36,7 @@ HELP_TIMEOUT = "time limit of each check, in seconds (default: 10)"
 HELP_REPORT = "write the grading result as JSON to PATH"
 HELP_MEMORY = "memory each check's process may add, in MB (default: no limit)"
 HELP_PROCESSES = "processes each check may start, when not run as root (default: no limit)"
+HELP_SANDBOX = "run the file's code in the OS sandbox: auto (where it works), on (or refuse), off"
 HELP_AGAINST = f"take expected values from trl (TRL {TRL_VERSION}'s own code) where it has the function"
 
 
@@ -50,6 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-memory", metavar="MB", type=int, help=HELP_MEMORY)
     group.addoption("--kata-processes", metavar="N", type=int, help=HELP_PROCESSES)
     group.addoption("--kata-against", metavar="ORACLE", help=HELP_AGAINST)
+    group.addoption("--kata-sandbox", choices=SANDBOX_CHOICES, default="auto", help=HELP_SANDBOX)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -73,8 +75,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if against:
             require(against, kata.slug)
         timeout = config.getoption("kata_timeout")
-        config.stash[SESSION] = KataSession(kata, _target(config), timeout, limits, against)
-    except (UnknownKata, TargetError, AgainstError, TrlUnavailable) as error:
+        sandboxed = use_sandbox(config.getoption("kata_sandbox"))
+        config.stash[SESSION] = KataSession(kata, _target(config), timeout, limits, against, sandboxed)
+    except (UnknownKata, TargetError, AgainstError, TrlUnavailable, SandboxUnavailable) as error:
         raise pytest.UsageError(str(error)) from None
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(config.stash[SESSION].kata.checks_path)]
@@ -130,7 +133,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Write the JSON result when --kata-report asks for it."""
     kata_session = session.config.stash.get(SESSION, None)
     path = session.config.getoption("kata_report")
-    if kata_session is None or not path:
+    if kata_session is None:
+        return
+    kata_session.close_file()  # every process the file started is gone before its result is written
+    if not path:
         return
     atomic_write(Path(path), json.dumps(kata_session.grade().to_json(), ensure_ascii=False, indent=1))
 

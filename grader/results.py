@@ -32,6 +32,7 @@ class GradeResult:
     checks: list[CheckResult]
     load_error: str | None = None
     against: str | None = None  # "trl" when graded with --against trl
+    sandboxed: bool = False  # whether the file's code ran inside the OS sandbox (grader.run.sandbox)
 
     @property
     def passed(self) -> int:
@@ -69,6 +70,7 @@ class GradeResult:
             "kata": self.kata,
             "target": self.target,
             "against": self.against,
+            "sandboxed": self.sandboxed,
             "passed": self.passed,
             "failed": self.failed,
             "score": self.score,
@@ -82,4 +84,6 @@ class GradeResult:
     def from_json(cls, data: dict) -> "GradeResult":
         matches = data.get("matches", {})
         checks = [CheckResult(**item, matches=matches.get(item["name"], [])) for item in data["checks"]]
-        return cls(data["kata"], data["target"], checks, data.get("load_error"), data.get("against"))
+        return cls(
+            data["kata"], data["target"], checks, data.get("load_error"), data.get("against"), data.get("sandboxed") is True
+        )

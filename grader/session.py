@@ -13,6 +13,8 @@ processes (grader.run), a fresh one per check, spawned by a warm process started
 
 import ast
 import inspect
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,11 +22,12 @@ import pytest
 from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
-from grader import outcomes
+from grader import containment, outcomes
 from grader.catalogue import Kata
 from grader.expect import Expect, MissingFunction
 from grader.results import CheckResult, GradeResult
-from grader.run.judge import Contestant, KnownHang, Stopped, Zygote
+from grader.run import sandbox
+from grader.run.judge import Contestant, FileBox, KnownHang, Stopped, Zygote
 from grader.run.limits import NO_LIMITS, Limits
 from grader.targets import load_module, target_source
 
@@ -32,6 +35,23 @@ OUTCOME_KEY = "kata_outcome"
 FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
 WARM_MODULES = ("transformers",)  # imported by the warm process when a kata's reference imports them
 SHARED_ZYGOTE: Zygote | None = None  # a warm process a batch worker keeps across files (grader.batch)
+SHARED_CGROUP: containment.Box | None = None  # the batch worker's cgroup box for the file being graded
+SANDBOX_CHOICES = ("auto", "on", "off")
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox was required (`on`) and this machine cannot provide it; the message says why."""
+
+
+def use_sandbox(choice: str) -> bool:
+    """Whether to sandbox: `on` requires it (SandboxUnavailable when it cannot work), `auto` uses it
+    where it works, `off` never."""
+    if choice == "off":
+        return False
+    why = sandbox.problem()
+    if why and choice == "on":
+        raise SandboxUnavailable(why)
+    return why is None
 
 
 def warm_modules(kata: Kata) -> list[str]:
@@ -54,13 +74,24 @@ class KataSession:
         timeout: float,
         limits: Limits = NO_LIMITS,
         against: str | None = None,
+        sandboxed: bool = False,
     ):
-        self.zygote = SHARED_ZYGOTE or Zygote.start(warm_modules(kata), limits)  # first: it imports torch meanwhile
+        self.drop: Path | None = None  # the folder the sandbox sees at /drop, when this session made one
+        if SHARED_ZYGOTE is not None:
+            self.zygote = SHARED_ZYGOTE
+        else:  # first thing: the warm process imports torch while this one goes on
+            self.drop = Path(tempfile.mkdtemp(prefix="kata-drop-")) if sandboxed else None
+            self.zygote = Zygote.start(warm_modules(kata), limits, self.drop)
+        self.sandboxed = self.zygote.sandboxed
+        self.file_box: FileBox | None = None
+        self.cgroup: containment.Box | None = None
         self.kata = kata
         self.spec = spec
         self.timeout = timeout
         self.against = against
         self.source, self.learner_file = target_source(kata, spec)
+        if self.sandboxed and isinstance(spec, Path):  # its copy, as the contestant sees it
+            self.learner_file = f"{sandbox.WORK}/{spec.name}"
         self.reference = load_module(kata.solution(), f"<reference {kata.slug}>", f"kata_reference_{kata.slug}")
         if against:  # the checks' expected values come from TRL where it has the function (grader.trl_oracle)
             from grader.trl_oracle import oracle_module
@@ -73,15 +104,53 @@ class KataSession:
         self.outputs: dict[str, str] = {}  # nodeid -> what the learner's code printed in that check
         self.expected_from: dict[str, str] = {}
 
+    def close_file(self) -> None:
+        """End the file's box: every process its code started is gone when this returns."""
+        if self.file_box is not None:
+            self.file_box.close()
+            self.file_box = None
+        if self.cgroup is not None and self.cgroup is not SHARED_CGROUP:
+            self.cgroup.close()
+        self.cgroup = None
+
     def close(self) -> None:
+        self.close_file()
         if self.zygote is not SHARED_ZYGOTE:
             self.zygote.close()
+        if self.drop is not None:
+            shutil.rmtree(self.drop, ignore_errors=True)
 
     # -- contestants ------------------------------------------------------------------------------
+    def _work(self) -> Path:
+        """The folder the file's box starts from: the copy of the student's folder."""
+        if SHARED_ZYGOTE is not None or self.drop is None:
+            return Path.cwd()  # grader.batch's scratch copy, or `kata check`'s scratch folder
+        work = self.drop / "file"
+        if not work.exists():
+            work.mkdir()
+            if isinstance(self.spec, Path):
+                from grader.batch import copy_folder
+
+                copy_folder(self.spec.resolve().parent, work, self.spec.stem)
+                if self.spec.name != f"{self.spec.stem}.py" or not (work / self.spec.name).exists():
+                    shutil.copyfile(self.spec, work / self.spec.name)
+        return work
+
+    def _box(self) -> FileBox:
+        if self.file_box is None or not self.file_box.alive:
+            if self.file_box is not None:  # learner code killed it: start the file's box again
+                self.file_box.close()
+            if not self.zygote.alive:  # ... or the warm process: go on with one of this judge's own
+                self.zygote = self.zygote.restart()
+            self.file_box = self.zygote.open_file(self._work())
+            if self.cgroup is None:
+                self.cgroup = SHARED_CGROUP or containment.Box(memory_mb=self.zygote.limits.memory_mb)
+            if self.cgroup.paths and self.file_box.host_pid:
+                self.cgroup.add(self.file_box.host_pid)
+        return self.file_box
+
     def spawn(self, source: str, filename: str, seconds: float, hung: set[str] | None = None) -> Contestant:
-        if not self.zygote.alive:  # learner code killed it: go on with a warm process of this judge's own
-            self.zygote = self.zygote.restart()
-        return self.zygote.spawn(source, filename, seconds, self.hung if hung is None else hung)
+        return self._box().spawn(source, filename, seconds, self.hung if hung is None else hung)
 
     def probe(self) -> None:
         """Load the module under test once; remember why it failed, if it did."""
@@ -139,7 +208,9 @@ class KataSession:
             self.expected_from[item.nodeid] = self.against
 
     def grade(self) -> GradeResult:
-        result = GradeResult(self.kata.slug, str(self.spec), self.results, self.load_error, self.against)
+        result = GradeResult(
+            self.kata.slug, str(self.spec), self.results, self.load_error, self.against, self.sandboxed
+        )
         result.settle_misconceptions()
         return result
 

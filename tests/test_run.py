@@ -60,14 +60,17 @@ def an_object():
 
 
 @pytest.fixture(scope="module")
-def zygote():
+def zygote(tmp_path_factory):
+    """A file's box in a warm process outside the sandbox (tests/test_sandbox.py has the sandbox)."""
     warm = Zygote.start()
-    yield warm
+    box = warm.open_file(tmp_path_factory.mktemp("box"))
+    yield box
+    box.close()
     warm.close()
 
 
-def spawn(zygote, seconds=5.0):
-    return zygote.spawn(SOURCE, "<learner>", seconds)
+def spawn(box, seconds=5.0):
+    return box.spawn(SOURCE, "<learner>", seconds)
 
 
 def roundtrip(value):
@@ -184,19 +187,19 @@ def test_stdin_is_closed_to_the_contestant(zygote):
     learner.close()
 
 
-def test_a_fork_that_cannot_start_is_an_ending_not_an_exception(monkeypatch):
+def test_a_fork_that_cannot_start_is_an_ending_not_an_exception(monkeypatch, tmp_path):
     ours, theirs = socket.socketpair()
 
     def full():
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(os, "fork", full)
-    server = threading.Thread(target=contestant.serve_spawns, args=(theirs,), daemon=True)
+    server = threading.Thread(target=contestant.serve, args=(theirs,), daemon=True)
     server.start()
-    warm = Zygote(None, ours, [], contestant.limits.Limits())
+    warm = Zygote(None, ours, [], contestant.limits.NO_LIMITS, None)
     warm.ready = True
     with pytest.raises(Stopped) as stopped:
-        warm.spawn("x = 1", "<learner>", 1.0)
+        warm.open_file(tmp_path)
     assert "fork bomb" in outcomes.from_ending(stopped.value.ending, 1.0).message
     ours.close()
     server.join(timeout=5)

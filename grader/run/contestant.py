@@ -1,11 +1,15 @@
 """The contestant side: where learner code runs, and nothing else that matters.
 
-`python -m grader.run.contestant FD [MODULE ...]` starts a *warm* process: it imports torch (and
-the MODULEs a kata needs, e.g. transformers), then waits on the control socket FD for the judge.
-It never runs learner code itself. For each `spawn` it forks a *contestant*: a fresh process
-that loads one module from source (a learner file, a misconception variant, a hybrid) and
-answers the judge's requests on a socket of its own until that socket closes. `end` kills a
-contestant's whole process group and says how it ended.
+`python -m grader.run.contestant FD [MODULE ...]` starts a *warm* process (inside the sandbox,
+grader.run.sandbox, where there is one): it imports torch (and the MODULEs a kata needs, e.g.
+transformers), then waits on the control socket FD for the judge. It never runs learner code.
+For each graded file, `open` forks the file's *box*: in the sandbox, a process in user, pid and
+mount namespaces of the file's own with a private capped tmpfs as its cwd (pid 1 there, so that
+when it ends, everything the file started ends); otherwise a plain fork in the judge's scratch
+folder. For each check the box's `spawn` forks a *contestant*: a fresh process that loads one
+module from source (a learner file, a misconception variant, a hybrid) and answers the judge's
+requests on a socket of its own until that socket closes. `end` kills a contestant's whole
+process group (in the sandbox: every other process of the file) and says how it ended.
 
 The contestant process holds no reference, no expected value, no check and no result: only the
 module under test, the objects the judge asked it to keep (handles), and what the builders in
@@ -44,23 +48,29 @@ import traceback
 
 import torch
 
-from grader.run import limits, wire
+from grader.run import limits, sandbox, wire
 from grader.run.source import load_module
 
-# -- the warm process ---------------------------------------------------------------------------
+# -- the warm process, and one file's box -------------------------------------------------------
 
 
-def serve_spawns(control: socket.socket) -> None:
-    """Fork a contestant per `spawn`; end them on `end`; exit when the judge goes away."""
+def serve(control: socket.socket, pid1: bool = False) -> None:
+    """Answer `open` (the warm process: fork a file's box) or `spawn` and `end` (a file's box).
+
+    Exits the loop when the judge closes `control`; every process forked here is ended then. In a
+    sandboxed box (`pid1`), ending a contestant also kills every other process of the file's pid
+    namespace but this one: nothing a check started outlives it.
+    """
     children: dict[int, int | None] = {}  # pid -> wait status once reaped
     while True:
-        _reap(children)
+        _reap(children, everyone=pid1)
         try:
             _, fds, _, _ = socket.recv_fds(control, 1, 2)
             request = wire.read_message(control.recv)
         except (EOFError, OSError, wire.WireError):
             break
-        if request.get("op") == "spawn":
+        op = request.get("op")
+        if op in ("open", "spawn"):
             sys.stdout.flush()
             sys.stderr.flush()
             try:
@@ -72,22 +82,68 @@ def serve_spawns(control: socket.socket) -> None:
                 continue
             if pid == 0:
                 control.close()
-                _contestant(fds[0], fds[1], request)
+                (_file_box if op == "open" else _contestant)(*fds, request)
             for fd in fds:
                 os.close(fd)
             children[pid] = None
             control.sendall(wire.pack({"pid": pid}))
-        elif request.get("op") == "end":
+        elif op == "end":
             pid = request.get("pid")
             if pid in children:
                 status = children.pop(pid)
                 if status is None and request.get("ending"):  # its channel closed: it is on its way out
                     status = _wait(pid, 1.0)
                 control.sendall(wire.pack(_end(pid, status)))
+                if pid1:
+                    _kill_all_but_me()
             else:
                 control.sendall(wire.pack({"exit": None}))
     for pid, status in children.items():
         _end(pid, status)
+
+
+def _kill_all_but_me() -> None:
+    """As pid 1 of the file's namespace: SIGKILL every other process in it (daemons included)."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _file_box(channel_fd: int, request: dict) -> None:
+    """In the warm process's fork: become one file's box, then serve its spawns; never returns.
+
+    Sandboxed, it enters namespaces of its own and forks the box proper as pid 1 there, with
+    the file's private tmpfs as cwd; this process only waits for it. Otherwise the box is this
+    process, in the judge's scratch folder.
+    """
+    code = 0
+    channel = socket.socket(fileno=channel_fd)
+    try:
+        os.setsid()
+        if request["sandboxed"]:
+            sandbox.enter_file_namespaces()
+            child = os.fork()
+            if child:
+                channel.close()
+                code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+                return
+            sandbox.private_work(request["work"], request["tmpfs_mb"])
+            work = sandbox.WORK
+        else:
+            work = request["work"]
+        os.chdir(work)
+        os.environ.update(HOME=work, TMPDIR=work)
+        channel.sendall(wire.pack({"ready": True}))  # the judge learns this process's pid from the message
+        serve(channel, pid1=request["sandboxed"])
+    except BaseException as error:
+        try:
+            channel.sendall(wire.pack({"error": f"{type(error).__name__}: {error}"}))
+        except OSError:
+            pass
+        code = 71
+    finally:
+        os._exit(code)
 
 
 def _end(pid: int, status: int | None) -> dict:
@@ -118,29 +174,36 @@ def _wait(pid: int, seconds: float) -> int | None:
     return None
 
 
-def _reap(children: dict[int, int | None]) -> None:
-    """Collect contestants that ended by themselves (or by a box), keeping how they ended."""
+def _reap(children: dict[int, int | None], everyone: bool = False) -> None:
+    """Collect contestants that ended by themselves (or by a box), keeping how they ended.
+
+    `everyone`: as pid 1, also collect the orphans the file's processes left (they become ours).
+    """
     for pid, status in children.items():
         if status is None:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 children[pid] = status
+    while everyone:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            return
+        if pid in children:
+            children[pid] = status
 
 
 # -- one contestant -------------------------------------------------------------------------------
 
 
 def _contestant(channel_fd: int, output_fd: int, request: dict) -> None:
-    """In the forked child: bound it, load the module, answer requests; never returns."""
+    """In the file box's fork: bound it, load the module, answer requests; never returns."""
     code = 0
     try:
         os.setsid()
-        if request.get("cgroup"):  # the judge's box for this file: every process it starts is counted and ended
-            with open(os.path.join(request["cgroup"], "cgroup.procs"), "w", encoding="ascii") as procs:
-                procs.write(str(os.getpid()))
         limits.apply(limits.Limits(request.get("memory_mb"), request.get("processes")))
-        os.chdir(request["cwd"])  # the judge's: a scratch folder
-        os.environ.update(request["env"])
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(output_fd, 1)
@@ -355,7 +418,7 @@ def main(argv: list[str]) -> None:
     gc.collect()
     gc.freeze()
     control.sendall(wire.pack({"ready": True}))
-    serve_spawns(control)
+    serve(control)
 
 
 if __name__ == "__main__":

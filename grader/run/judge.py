@@ -26,10 +26,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 import torch
 
-from grader.run import wire
+from grader.run import sandbox, wire
 from grader.run.limits import NO_LIMITS, Limits
 
 OUTPUT_KEEP = 3000  # bytes kept from each end of what a contestant prints
@@ -103,85 +104,97 @@ def to_exception(data: dict) -> LearnerRaised:
     return error
 
 
-class Zygote:
-    """The warm process: torch imported, never runs learner code, forks contestants on request."""
+class _Asker:
+    """One request at a time over a control socket (with descriptors passed alongside)."""
 
-    def __init__(self, process: subprocess.Popen, control: socket.socket, modules: list[str], limits: Limits):
+    control: socket.socket
+    alive: bool = True
+
+    def _ask(self, request: dict, fds: list[int] = ()) -> dict:
+        try:
+            socket.send_fds(self.control, [b"R"], list(fds))
+            self.control.sendall(wire.pack(request))
+            return wire.read_message(self.control.recv)
+        except (OSError, EOFError, wire.WireError):  # the process on the other side is gone
+            self.alive = False
+            return {"lost": True}
+
+
+class Zygote(_Asker):
+    """The warm process: torch imported, never runs learner code, forks one box per graded file.
+
+    Sandboxed (grader.run.sandbox), it runs inside bwrap and sees `drop` at /drop: the folder under
+    which the judge puts each file's copy of the student's folder.
+    """
+
+    def __init__(self, process: subprocess.Popen, control: socket.socket, modules: list[str], limits: Limits,
+                 drop: Path | None):  # fmt: skip
         self.process = process
         self.control = control
         self.modules = modules
         self.limits = limits
+        self.drop = drop
         self.ready = False
-        self.cgroup: str | None = None  # a cgroup every contestant enters first (grader.batch's box)
         self.alive = True  # False once its control channel broke (it died, or was killed)
 
+    @property
+    def sandboxed(self) -> bool:
+        return self.drop is not None
+
     @classmethod
-    def start(cls, modules: list[str] = (), limits: Limits = NO_LIMITS) -> "Zygote":
-        """Start the warm process; it imports torch and `modules` while the caller goes on."""
+    def start(cls, modules: list[str] = (), limits: Limits = NO_LIMITS, drop: Path | None = None) -> "Zygote":
+        """Start the warm process (in the sandbox when `drop` is given); it imports torch and `modules`
+        while the caller goes on."""
         ours, theirs = socket.socketpair()
         command = [sys.executable, "-m", "grader.run.contestant", str(theirs.fileno()), *modules]
+        if drop is not None:
+            command = sandbox.command(command, drop)
         process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True)
         theirs.close()
-        return cls(process, ours, list(modules), limits)
+        return cls(process, ours, list(modules), limits, drop)
 
     def restart(self) -> "Zygote":
         """End this warm process and start an equal one (after a judge left it mid-conversation)."""
         self.close()
-        fresh = Zygote.start(self.modules, self.limits)
-        fresh.cgroup = self.cgroup
+        fresh = Zygote.start(self.modules, self.limits, self.drop)
         fresh.wait_ready()
         return fresh
 
     def wait_ready(self) -> None:
         """Block until the warm process has imported what it needs (before forking judges that share it)."""
         if not self.ready:
-            message = wire.read_message(self.control.recv)
+            try:
+                message = wire.read_message(self.control.recv)
+            except (OSError, EOFError, wire.WireError):
+                message = {}
             if message.get("ready") is not True:
-                raise RuntimeError("the contestant process did not start")
+                self.alive = False
+                raise Stopped(Ending(start_error="the contestants' warm process did not start"))
             self.ready = True
 
-    def spawn(self, source: str, filename: str, seconds: float, hung: set[str] | None = None) -> "Contestant":
-        """A fresh contestant with `source` loaded (or a load error), answering until `close()`.
+    def open_file(self, folder: Path, tmpfs_mb: int = 64, seconds: float = 30.0) -> "FileBox":
+        """A box for one graded file, holding `folder` (the judge's copy of the student's files).
 
-        It has `seconds` from now (once the warm process is ready) to load and answer everything.
-        `hung` names learner functions that already ran out of time: calling one again raises
-        KnownHang at once (share one set across the checks of one file).
+        Sandboxed, `folder` lies under the drop folder and the box copies it into a private tmpfs of
+        `tmpfs_mb`; otherwise the box works in `folder` itself. The box's pid as the judge sees it
+        (for a cgroup) comes with its first message, from the kernel.
         """
         self.wait_ready()
         ours, theirs = socket.socketpair()
-        out_r, out_w = os.pipe()
-        request = {"op": "spawn", "source": source, "filename": filename, "cwd": os.getcwd()}
-        request["env"] = {name: os.environ[name] for name in ("HOME", "TMPDIR") if name in os.environ}
-        request |= {"memory_mb": self.limits.memory_mb, "processes": self.limits.processes, "cgroup": self.cgroup}
-        try:
-            socket.send_fds(self.control, [b"S"], [theirs.fileno(), out_w])
-            self.control.sendall(wire.pack(request))
-            answer = wire.read_message(self.control.recv)
-        except (OSError, EOFError, wire.WireError):
-            self.alive = False
-            os.close(out_r)
-            raise Stopped(Ending(lost=True)) from None
-        finally:
-            theirs.close()
-            os.close(out_w)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        work = f"{sandbox.DROP}/{folder.relative_to(self.drop).as_posix()}" if self.sandboxed else str(folder)
+        answer = self._ask({"op": "open", "sandboxed": self.sandboxed, "work": work, "tmpfs_mb": tmpfs_mb},
+                           [theirs.fileno()])  # fmt: skip
+        theirs.close()
         if "pid" not in answer:
-            os.close(out_r)
-            raise Stopped(Ending(start_error=str(answer.get("start_error", "no process"))))
-        pid, deadline = answer["pid"], time.monotonic() + seconds
-        return Contestant(self, pid, ours, out_r, filename, deadline, set() if hung is None else hung)
+            ours.close()
+            raise Stopped(Ending(lost=bool(answer.get("lost")), start_error=str(answer.get("start_error", ""))))
+        box = FileBox(self, answer["pid"], ours, self.limits)
+        box.hello(time.monotonic() + seconds)
+        return box
 
     def end(self, pid: int, ending: bool = False) -> dict:
-        """Kill contestant `pid`'s process group; {"killed": True}, {"exit": code} or {"signal": name}.
-
-        `ending`: its channel closed, so it is exiting by itself: wait a moment for how it ended.
-        """
-        try:
-            socket.send_fds(self.control, [b"E"], [])
-            self.control.sendall(wire.pack({"op": "end", "pid": pid, "ending": ending}))
-            return wire.read_message(self.control.recv)
-        except (OSError, EOFError, wire.WireError):  # the warm process is gone, and its contestants with it
-            self.alive = False
-            return {"lost": True}
+        return self._ask({"op": "end", "pid": pid, "ending": ending})
 
     def close(self) -> None:
         self.control.close()
@@ -190,6 +203,82 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        except ChildProcessError:  # a judge forked from the process that started it
+            pass
+
+
+class FileBox(_Asker):
+    """One graded file's box in the warm process: it forks a fresh contestant per check."""
+
+    def __init__(self, zygote: Zygote, pid: int, control: socket.socket, limits: Limits):
+        self.zygote = zygote
+        self.pid = pid  # as the warm process knows it
+        self.host_pid: int | None = None  # as this process knows it
+        self.control = control
+        self.limits = limits
+        self.alive = True
+
+    def hello(self, deadline: float) -> None:
+        """Read the box's first message and, with it, its pid here (SCM_CREDENTIALS)."""
+        self.control.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            first, ancillary, _, _ = self.control.recvmsg(4, socket.CMSG_SPACE(struct.calcsize("iII")))
+            rest = wire.read_exact(self.control.recv, 4 - len(first))
+            message = wire.unpack_body(*_split_stream(first + rest, self.control.recv))
+        except (OSError, EOFError, wire.WireError) as error:
+            self.close()
+            raise Stopped(Ending(start_error=f"the file's box did not start ({error})")) from None
+        finally:
+            self.control.settimeout(None)
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                self.host_pid = struct.unpack("iII", data[: struct.calcsize("iII")])[0]
+        if message.get("ready") is not True:
+            self.close()
+            raise Stopped(Ending(start_error=f"the file's box did not start: {message.get('error', 'no reason')}"))
+
+    def spawn(self, source: str, filename: str, seconds: float, hung: set[str] | None = None) -> "Contestant":
+        """A fresh contestant with `source` loaded (or a load error), answering until `close()`.
+
+        It has `seconds` from now to load and answer everything. `hung` names learner functions
+        that already ran out of time: calling one again raises KnownHang at once (share one set
+        across the checks of one file).
+        """
+        ours, theirs = socket.socketpair()
+        out_r, out_w = os.pipe()
+        request = {"op": "spawn", "source": source, "filename": filename}
+        request |= {"memory_mb": self.limits.memory_mb, "processes": self.limits.processes}
+        answer = self._ask(request, [theirs.fileno(), out_w])
+        theirs.close()
+        os.close(out_w)
+        if "pid" not in answer:
+            os.close(out_r)
+            ours.close()
+            raise Stopped(Ending(lost=bool(answer.get("lost")), start_error=str(answer.get("start_error", ""))))
+        pid, deadline = answer["pid"], time.monotonic() + seconds
+        return Contestant(self, pid, ours, out_r, filename, deadline, set() if hung is None else hung)
+
+    def end(self, pid: int, ending: bool = False) -> dict:
+        """Kill contestant `pid`'s process group; {"killed": True}, {"exit": code} or {"signal": name}.
+
+        `ending`: its channel closed, so it is exiting by itself: wait a moment for how it ended.
+        """
+        return self._ask({"op": "end", "pid": pid, "ending": ending})
+
+    def close(self) -> None:
+        """End the box and everything it started (waits until the warm process has collected it)."""
+        if self.control.fileno() == -1:
+            return
+        self.control.close()
+        self.zygote.end(self.pid, ending=True)
+
+
+def _split_stream(head: bytes, read) -> tuple[bytes, bytes]:
+    """The rest of a message whose first 4 bytes are `head`, read from `read`."""
+    (size,) = struct.unpack(">I", head)
+    body = wire.read_exact(read, size)
+    (blob_size,) = struct.unpack(">Q", wire.read_exact(read, 8))
+    return body, wire.read_exact(read, blob_size)
 
 
 class _Output:
@@ -220,7 +309,7 @@ class _Output:
 class Contestant:
     """One module under test in its own process. Every method returns plain data (or a Remote)."""
 
-    zygote: Zygote
+    box: FileBox
     pid: int
     channel: socket.socket
     output_fd: int
@@ -357,7 +446,7 @@ class Contestant:
     def _end(self, ending: bool = False) -> dict:
         if self.pid is None:
             return {}
-        status = self.zygote.end(self.pid, ending)
+        status = self.box.end(self.pid, ending)
         self.pid = None
         self.channel.close()
         self._drain()
