@@ -409,11 +409,17 @@ class _RefuseAnswers(importlib.abc.MetaPathFinder):
 
 
 def main(argv: list[str]) -> None:
-    """Warm up (torch and the named modules), then serve spawns on the control socket."""
+    """Warm up (torch and the named modules), then serve the judge on the control socket FD.
+
+    `--guard` (outside the sandbox) refuses imports of the packages that hold the answers; in the
+    sandbox they are not there to import.
+    """
     control = socket.socket(fileno=int(argv[0]))
     for name in argv[1:]:
-        importlib.import_module(name)
-    sys.meta_path.insert(0, _RefuseAnswers())
+        if name != "--guard":
+            importlib.import_module(name)
+    if "--guard" in argv:
+        sys.meta_path.insert(0, _RefuseAnswers())
     torch.set_num_threads(1)
     gc.collect()
     gc.freeze()

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from grader.run import sandbox, wire
-from grader.run.limits import NO_LIMITS, Limits
+from grader.run.limits import FILE_SIZE_MB, NO_LIMITS, Limits
 
 OUTPUT_KEEP = 3000  # bytes kept from each end of what a contestant prints
 
@@ -147,8 +147,7 @@ class Zygote(_Asker):
         while the caller goes on."""
         ours, theirs = socket.socketpair()
         command = [sys.executable, "-m", "grader.run.contestant", str(theirs.fileno()), *modules]
-        if drop is not None:
-            command = sandbox.command(command, drop)
+        command = sandbox.command(command, drop) if drop is not None else [*command, "--guard"]
         process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True)
         theirs.close()
         return cls(process, ours, list(modules), limits, drop)
@@ -172,7 +171,7 @@ class Zygote(_Asker):
                 raise Stopped(Ending(start_error="the contestants' warm process did not start"))
             self.ready = True
 
-    def open_file(self, folder: Path, tmpfs_mb: int = 64, seconds: float = 30.0) -> "FileBox":
+    def open_file(self, folder: Path, tmpfs_mb: int = FILE_SIZE_MB, seconds: float = 30.0) -> "FileBox":
         """A box for one graded file, holding `folder` (the judge's copy of the student's files).
 
         Sandboxed, `folder` lies under the drop folder and the box copies it into a private tmpfs of

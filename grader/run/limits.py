@@ -3,15 +3,18 @@ before it loads anything (no torch here: the `kata` process reads these settings
 
 Memory is address space beyond what the contestant already holds when it starts (a memory bomb
 gets MemoryError or torch's "can't allocate memory" instead of swapping the machine). Processes
-bound a user other than root through RLIMIT_NPROC (root ignores it: as root, grader.batch's
-cgroup box caps processes instead). Core dumps are always off.
+bound a user other than root through RLIMIT_NPROC (root ignores it: as root, the file's cgroup
+box caps processes instead). Files are capped at FILE_SIZE_MB (RLIMIT_FSIZE: a write past it
+fails with EFBIG), and core dumps are off.
 """
 
 import os
 import resource
+import signal
 from dataclasses import dataclass
 
 MEMORY_EXIT = 75  # exit status of a contestant that ran out of memory outside any request
+FILE_SIZE_MB = 64  # the largest file a contestant may write (RLIMIT_FSIZE); a box's tmpfs holds as much
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,8 @@ NO_LIMITS = Limits()
 def apply(limits: Limits) -> None:
     """Set this process's limits, relative to what it holds now."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_MB * 2**20, FILE_SIZE_MB * 2**20))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails (EFBIG); it does not kill
     if limits.memory_mb is not None:
         cap = _address_space() + limits.memory_mb * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
