@@ -24,6 +24,8 @@ PHRASES = {
         "against": "against TRL {version}: {n} of {total} checks took their expected values from TRL's code,"
         " the rest from the reference (input contracts, functions TRL lacks) or from the check itself",
         "from_trl": "expected values from TRL",
+        "sandboxed": "sandbox: bwrap (own namespaces, no network, a private folder)",
+        "not_sandboxed": "sandbox: none (no working bwrap here); your code ran in its own process",
     },
     "zh": {
         "whole": "整个函数",
@@ -44,6 +46,8 @@ PHRASES = {
         "against": "对照 TRL {version}：{total} 项检查中有 {n} 项的期望值来自 TRL 的代码，"
         "其余来自参考答案（输入约定、TRL 没有的函数）或检查本身",
         "from_trl": "期望值来自 TRL",
+        "sandboxed": "沙箱：bwrap（独立命名空间，无网络，私有文件夹）",
+        "not_sandboxed": "沙箱：无（此处 bwrap 不可用）；你的代码在独立进程中运行",
     },
 }
 

@@ -37,6 +37,8 @@ def build_report(
     ]
     if result.against:
         parts[1:1] = [_against_line(result, lang)]
+    if verbose:
+        parts[1:1] = [Text(phrase(lang, "sandboxed" if result.sandboxed else "not_sandboxed"), style="muted")]
     if result.load_error:
         parts += [Text(phrase(lang, "not_loaded") + ":", style="error"), _pad(Text(result.load_error), (0, 0, 1, 4))]
     else:
