@@ -3,11 +3,12 @@ summarised as rich renderables (per-kata pass rate, score distribution, common m
 
 `build_sheet` is plain data (what grades.json holds); the writers and the summary read only it.
 A kata a student did not hand in is "missing": an empty cell in the CSV, 0 in the student's mean.
+Students, strays and ignored entries are display names (grader.names.display_name), here as in
+every file: the CSV quotes one a spreadsheet would run (_cell); the XML escapes what it must.
 """
 
 import csv
 import io
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -19,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.catalogue import get_kata, localized
+from grader.names import escape_char, file_name, json_text
 from grader.results import GradeResult
 
 HISTOGRAM_BINS = 5  # score distribution: [0, 20%), [20%, 40%), ... [80%, 100%]
@@ -48,6 +50,7 @@ def _entry(record: dict) -> dict:
         "failed": result.failed,
         "diagnosis": result.diagnosis,
         "load_error": result.load_error,
+        "sandboxed": result.sandboxed,
         "seconds": record.get("seconds"),
         "checks": [
             {
@@ -70,14 +73,17 @@ def student_mean(row: dict) -> float:
 
 
 def write_sheet(sheet: dict, out: Path) -> list[Path]:
-    """grades.csv, grades.json and junit/<student>.xml under `out`, each written atomically."""
+    """grades.csv, grades.json and junit/<student>.xml under `out`, each written atomically.
+
+    <student> is the display name, cut and hashed if very long (names.file_name).
+    """
     from grader.workspace import atomic_write
 
     written = [out / "grades.csv", out / "grades.json"]
     atomic_write(written[0], grades_csv(sheet))
-    atomic_write(written[1], json.dumps(sheet, ensure_ascii=False, indent=1))
+    atomic_write(written[1], json_text(sheet))
     for student, row in sheet["students"].items():
-        path = out / "junit" / f"{student}.xml"
+        path = out / "junit" / f"{file_name(student)}.xml"
         atomic_write(path, junit_xml(student, row))
         written.append(path)
     return written
@@ -95,8 +101,9 @@ def grades_csv(sheet: dict) -> str:
 
 
 def _cell(text: str) -> str:
-    """A name a spreadsheet would not run as a formula."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    """A name a spreadsheet would not run as a formula: one that starts with = + - @ TAB or CR gets a
+    leading quote ', and so does one that starts with a quote, so a reader drops exactly one."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r", "'") else text
 
 
 def junit_xml(student: str, row: dict) -> str:
@@ -135,7 +142,8 @@ def _whole_file_case(slug: str, entry: dict) -> dict:
 
 
 def _xml(text: str) -> str:
-    return _XML_UNSAFE.sub("\N{REPLACEMENT CHARACTER}", text)
+    """`text` with each character XML cannot hold, even escaped, written as display_name writes it."""
+    return _XML_UNSAFE.sub(lambda match: escape_char(match.group()), text)
 
 
 # -- the summary ------------------------------------------------------------------------------

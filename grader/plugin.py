@@ -13,7 +13,6 @@ this process) and `expect` (see grader.expect), and say which TODO they grade wi
 `@pytest.mark.todo(N)`.
 """
 
-import json
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from grader.expect import Expect
 from grader.run.limits import Limits
 from grader.session import SANDBOX_CHOICES, KataSession, SandboxUnavailable, use_sandbox
 from grader.targets import BUILTIN_TARGETS, TargetError
+from grader.names import json_text
 from grader.workspace import atomic_write
 
 SESSION = pytest.StashKey[KataSession]()
@@ -138,7 +138,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     kata_session.close_file()  # every process the file started is gone before its result is written
     if not path:
         return
-    atomic_write(Path(path), json.dumps(kata_session.grade().to_json(), ensure_ascii=False, indent=1))
+    atomic_write(Path(path), json_text(kata_session.grade().to_json()))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:

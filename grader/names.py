@@ -1,0 +1,86 @@
+"""Names the grader did not choose, written as data: a student's folder, a file in it.
+
+A name on disk is any bytes but "/" and NUL: not UTF-8, a newline, a leading "-", "=" or TAB.
+`kata grade` writes every such name (grades.csv, grades.json, JUnit XML, OUT/results/, the
+terminal) as its `display_name`, and names its files under OUT with `file_name`. No torch, no
+rich here: pool workers import it.
+"""
+
+import hashlib
+import json
+import os
+import re
+
+NAME_BYTES = 200  # a file name under OUT stays within the usual 255-byte limit, suffix included
+_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_TOKEN = re.compile(r"\\(?:x..|u.{4}|U.{8}|.)|.", re.DOTALL)  # one character or one escape of a display name
+_HASH_MARK = "\\~"  # display_name never writes it: a long name's file name cannot be anyone's display name
+
+
+def display_name(name: str | bytes) -> str:
+    r"""`name` as printable, valid UTF-8 text, one-to-one: the one way `kata grade` writes a name.
+
+    The name's raw bytes (`os.fsencode`) are read as UTF-8 and every character is kept as it is,
+    except (Python's backslash escapes):
+
+        \\          for a backslash;
+        \t \n \r    for TAB, newline, carriage return;
+        \xNN        for a byte that is not valid UTF-8, and for the other control characters
+                    below 0x20 and DEL (0x7f), each a single byte: "caf\xe9" is the Latin-1
+                    bytes b"caf\xe9", "caf\\xe9" the seven ASCII characters c a f \ x e 9;
+        \uNNNN      (or \UNNNNNNNN) for any other character that is not printable
+                    (str.isprintable: C1 controls, line separators, bidi overrides, ...).
+
+    Every backslash starts one of these escapes, so different names never share a display name.
+    A display name never starts with TAB or CR; one that starts with = + - @ is still a formula
+    to a spreadsheet: the CSV quotes it (gradesheet._cell).
+    """
+    if isinstance(name, str):
+        try:
+            name = os.fsencode(name)
+        except UnicodeEncodeError:  # a lone surrogate no file system gave: escape it as a character
+            return "".join(map(escape_char, name))
+    return "".join(map(escape_char, name.decode("utf-8", "surrogateescape")))
+
+
+def escape_char(char: str) -> str:
+    """One character as `display_name` writes it (an undecodable byte is a surrogate, U+DC80 to U+DCFF)."""
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def file_name(display: str) -> str:
+    """A display name as one component of a path under OUT: itself, unless over NAME_BYTES bytes.
+
+    A longer one is cut after whole characters and escapes, then ends in a backslash, "~" and a
+    hash of the whole name: a backslash-tilde is no escape of `display_name`, so no other name,
+    long or short, gets the same file name.
+    """
+    if len(display.encode()) <= NAME_BYTES:
+        return display
+    keep, size = [], 0
+    for token in _TOKEN.findall(display):
+        size += len(token.encode())
+        if size > NAME_BYTES - 40:
+            break
+        keep.append(token)
+    return "".join(keep) + _HASH_MARK + hashlib.sha256(display.encode()).hexdigest()[:32]
+
+
+def json_text(data) -> str:
+    """`data` as indented JSON to write as UTF-8: readable, or all-ASCII escapes where a string holds
+    something UTF-8 cannot encode (a lone surrogate, e.g. an undecodable byte in a learner's message)."""
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, indent=1)
+    return text

@@ -1,0 +1,192 @@
+"""Any name is data: folders and files named with any bytes are graded or listed, never crash a run,
+and are written one documented way (grader.names.display_name) in every file and on the terminal."""
+
+import csv
+import io
+import json
+import os
+import random
+import re
+from xml.etree import ElementTree
+
+import pytest
+from click.testing import CliRunner
+
+from grader import batch, gradesheet
+from grader.catalogue import get_kata
+from grader.cli import cli
+from grader.names import NAME_BYTES, display_name, file_name, json_text
+
+SLUG = "group_advantages"
+WRONG = "def compute_group_advantages(r, g, eps=1e-6):\n    return r * 0\n"
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def undisplay(text: str) -> bytes:
+    """The raw name a display name stands for: the rule of display_name, read backwards."""
+    singles = {"\\": b"\\", "t": b"\t", "n": b"\n", "r": b"\r"}
+    raw = b""
+    for token in re.findall(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[\\tnr])|[^\\]", text):
+        if token[0] != "\\":
+            raw += token.encode()
+        elif token[1] == "x":
+            raw += bytes([int(token[2:], 16)])
+        elif token[1] in "uU":
+            raw += chr(int(token[2:], 16)).encode("utf-8", "surrogatepass")
+        else:
+            raw += singles[token[1]]
+    assert display_name(raw) == text, "not a display name: some backslash starts no escape"
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        (b"ada", "ada"),
+        ("café 李".encode(), "café 李"),
+        (b"caf\xe9", r"caf\xe9"),  # Latin-1: not UTF-8
+        (b"caf\\xe9", r"caf\\xe9"),  # the backslash itself is escaped: not the name above
+        (b"new\nline", r"new\nline"),
+        (b"\tTAB", r"\tTAB"),
+        (b"cr\r", r"cr\r"),
+        (b"\x1b[31mred\x7f", r"\x1b[31mred\x7f"),
+        (b"\x85", r"\x85"),  # a lone byte 0x85 ...
+        ("\x85".encode(), r"\u0085"),  # ... is not the character U+0085 (NEL, two bytes)
+        ("\u202eevil\u2028".encode(), r"\u202eevil\u2028"),
+        ("\U000e0001".encode(), r"\U000e0001"),
+        (b"=cmd()", "=cmd()"),
+        (b"-rf", "-rf"),
+    ],
+)
+def test_the_display_name_of_a_name_is_its_bytes_with_backslash_escapes(raw, shown):
+    assert display_name(raw) == shown == display_name(os.fsdecode(raw))
+    assert shown.isprintable() and undisplay(shown) == raw
+
+
+def test_different_names_never_share_a_display_name():
+    alphabet = [bytes([b]) for b in range(256)] + [c.encode() for c in "\\xu0e9é李\u0085\u2028\U0001f600"]
+    rng = random.Random(13)
+    for _ in range(3000):
+        raw = b"".join(rng.choices(alphabet, k=rng.randrange(1, 12)))
+        shown = display_name(raw)
+        assert shown.isprintable() and shown.encode("utf-8") and undisplay(shown) == raw
+
+
+def test_a_long_display_name_gets_a_short_file_name_of_its_own(tmp_path):
+    long_ones = [b"\xff" * 254 + end for end in (b"a", b"b")] + [b"\\" * 255, "李".encode() * 85]
+    names = [display_name(raw) for raw in long_ones]
+    files = [file_name(name) for name in names]
+    assert len(set(files)) == len(files)
+    for name, short in zip(names, files, strict=True):
+        assert len(short.encode()) <= NAME_BYTES and "\\~" in short and "\\~" not in name
+        (tmp_path / short).mkdir()
+        (tmp_path / f"{short}.xml").write_text("ok")
+    assert file_name("ada") == "ada" and file_name(r"caf\xe9") == r"caf\xe9"
+    assert batch.record_path(tmp_path, names[0], SLUG) != batch.record_path(tmp_path, names[1], SLUG)
+
+
+def test_the_csv_quotes_every_cell_a_spreadsheet_would_run():
+    names = ["=cmd()", "+1", "-rf", "@SUM(A1)", "\tTAB", "'quoted", "ada", r"\tTAB", r"\rCR"]
+    sheet = {"katas": [SLUG], "students": {name: {SLUG: {"status": "graded", "score": 1.0}} for name in names}}
+    rows = list(csv.reader(io.StringIO(gradesheet.grades_csv(sheet))))[1:]
+    written = [row[0] for row in rows]
+    assert written == ["'=cmd()", "'+1", "'-rf", "'@SUM(A1)", "'\tTAB", "''quoted", "ada", r"\tTAB", r"\rCR"]
+    assert [cell[1:] if cell.startswith("'") else cell for cell in written] == names  # drop one quote: the name
+    assert gradesheet._cell("\rCR") == "'\rCR"  # no display name holds a CR, but a cell never starts with one
+
+
+def test_xml_and_json_hold_any_text():
+    message = "bad \x1b[31m \udce9 \ufffe \\ end\nsecond line"
+    row = {SLUG: {"status": "graded", "seconds": 1.0, "load_error": None, "checks": []}}
+    row[SLUG]["checks"] = [{"name": "shape", "status": "failed", "message": message, "misconception": None}]
+    suites = ElementTree.fromstring(gradesheet.junit_xml(r"caf\xe9", row).encode())
+    assert suites.get("name") == r"caf\xe9"
+    failure = suites.find("testsuite/testcase/failure")
+    assert failure.text == "bad \\x1b[31m \\xe9 \\ufffe \\ end\nsecond line"
+    assert failure.get("message") == "bad \\x1b[31m \\xe9 \\ufffe \\ end"
+    data = {"student": "caf\udce9", "message": message}
+    assert json.loads(json_text(data).encode("utf-8")) == data
+    assert "李" in json_text({"name": "李"})  # readable when it can be
+
+
+def make(path: bytes, text: str | None = None) -> None:
+    """A folder (text None) or a file at a raw path."""
+    if text is None:
+        os.mkdir(path)
+    else:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+
+CLASS = {  # raw folder name -> display name; each holds a wrong file but the last
+    b"caf\xe9": r"caf\xe9",
+    b"new\nline": r"new\nline",
+    b"=cmd()": "=cmd()",
+    b"-rf": "-rf",
+    b"\tTAB": r"\tTAB",
+    b"caf\\xe9": r"caf\\xe9",  # correct: the reference
+}
+
+
+def make_class(root) -> None:
+    base = os.fsencode(str(root))
+    make(base)
+    for raw in CLASS:
+        make(base + b"/" + raw)
+        make(base + b"/" + raw + f"/{SLUG}.py".encode(), WRONG)
+    make(base + b"/caf\\xe9/" + f"{SLUG}.py".encode(), get_kata(SLUG).solution())
+    make(base + b"/caf\xe9/notes\xff.txt", "a helper it brings along")
+    make(base + b"/caf\xe9/\xff.py", "pass\n")  # named after no kata
+    make(base + b"/stray\x01file", "not a student")
+
+
+def test_discovery_and_the_scratch_copy_take_any_name(tmp_path):
+    make_class(tmp_path / "class")
+    roster = batch.discover(tmp_path / "class", None, batch.Settings())
+    assert sorted(roster.students) == sorted(CLASS.values())
+    assert sorted(job.student for job in roster.jobs) == sorted(CLASS.values())
+    assert roster.strays == {r"caf\xe9": [r"\xff.py"]} and roster.ignored == [r"stray\x01file"]
+    (job,) = [job for job in roster.jobs if job.student == r"caf\xe9"]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    batch.copy_folder(job.folder, scratch, SLUG)
+    assert sorted(os.listdir(os.fsencode(str(scratch)))) == sorted(
+        [b"\xff.py", f"{SLUG}.py".encode(), b"notes\xff.txt"]
+    )
+
+
+@pytest.mark.slow
+def test_a_class_of_odd_names_is_graded_and_written_one_way_everywhere(tmp_path):
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    make_class(submissions)
+    command = ["grade", str(submissions), "--out", str(out), "--timeout", "3", "--workers", "2"]
+    result = CliRunner().invoke(cli, command)
+    assert result.exit_code == 0, result.output
+    shown = sorted(CLASS.values())
+
+    sheet = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    assert sorted(sheet["students"]) == shown
+    scores = {student: row[SLUG]["score"] for student, row in sheet["students"].items()}
+    assert scores.pop(r"caf\\xe9") == 1.0 and all(score < 1 for score in scores.values())
+    assert sheet["strays"] == {r"caf\xe9": [r"\xff.py"]} and sheet["ignored"] == [r"stray\x01file"]
+
+    text = (out / "grades.csv").read_text(encoding="utf-8")
+    assert len(text.splitlines()) == 1 + len(CLASS)  # no name breaks a line
+    rows = list(csv.reader(io.StringIO(text)))[1:]
+    assert sorted(row[0] for row in rows) == sorted(
+        "'" + name if name[0] in FORMULA_STARTS else name for name in CLASS.values()
+    )
+    assert not any(row[0].startswith(FORMULA_STARTS) for row in rows)
+
+    assert sorted(p.name for p in (out / "junit").iterdir()) == sorted(f"{name}.xml" for name in shown)
+    assert sorted(p.name for p in (out / "results").iterdir()) == shown
+    for name in shown:
+        suites = ElementTree.parse(out / "junit" / f"{name}.xml").getroot()
+        assert suites.get("name") == name and suites.find("testsuite/testcase").get("classname") == f"{name}.{SLUG}"
+        record = json.loads(batch.record_path(out, name, SLUG).read_text(encoding="utf-8"))
+        assert record["student"] == name and record["grade"]["target"] == f"{name}/{SLUG}.py"
+
+    assert r"caf\xe9: \xff.py named after no kata" in result.output
+    assert r"stray\x01file" in result.output
+    again = CliRunner().invoke(cli, command)
+    assert again.exit_code == 0 and f"graded 0, unchanged {len(CLASS)}" in again.output, again.output
