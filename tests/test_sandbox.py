@@ -272,3 +272,30 @@ def test_no_daemon_outlives_its_file_or_rewrites_the_outputs(graded):
 
 def test_no_connection_reaches_a_listener_on_the_loopback(graded):
     assert graded["connections"] == []
+
+
+def test_without_bwrap_kata_grade_refuses_in_one_line(tmp_path, kata_main, monkeypatch):
+    from grader.run import sandbox
+
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / f"{SLUG}.py").write_text(REFERENCE)
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    sandbox.problem.cache_clear()
+    try:
+        run = kata_main("grade", tmp_path, "--out", tmp_path / "out")
+    finally:
+        sandbox.problem.cache_clear()
+    assert run.status == 1 and not (tmp_path / "out").exists()
+    assert run.err.strip().count("\n") == 0 and "apt-get install bubblewrap" in run.err and "--no-sandbox" in run.err
+
+
+def test_no_sandbox_is_said_in_the_output_the_json_and_each_junit_file(tmp_path):
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    (tmp_path / "class" / "ada" / f"{SLUG}.py").write_text(REFERENCE)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["grade", str(tmp_path / "class"), "--out", str(out), "--no-sandbox"])
+    assert result.exit_code == 0, result.output
+    assert "without the sandbox" in result.output
+    entry = json.loads((out / "grades.json").read_text())["students"]["ada"][SLUG]
+    assert entry["score"] == 1.0 and entry["sandboxed"] is False
+    assert '<property name="sandboxed" value="false"' in (out / "junit" / "ada.xml").read_text()
