@@ -21,10 +21,10 @@ from grader import DEFAULT_TIMEOUT
 from grader.against import TRL_VERSION, AgainstError, TrlUnavailable, require
 from grader.catalogue import UnknownKata, get_kata
 from grader.expect import Expect
+from grader.names import json_text
 from grader.run.limits import Limits
 from grader.session import SANDBOX_CHOICES, KataSession, SandboxUnavailable, use_sandbox
 from grader.targets import BUILTIN_TARGETS, TargetError
-from grader.names import json_text
 from grader.workspace import atomic_write
 
 SESSION = pytest.StashKey[KataSession]()
