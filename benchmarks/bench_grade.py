@@ -8,7 +8,7 @@ misconception variants (grader.render), one fifth pathological (endless loops, o
 segfaults, memory bombs, megabytes of output, bounded fork bombs, missing functions, syntax
 errors). Then grades it, regrading everything each time:
 - baseline: the first BASELINE files one by one the way `kata check` does (a fresh
-  `python -m pytest` per file, grader.grading.grade), in this same run;
+  `python -m pytest` per file, grader.grading.run_checks), in this same run;
 - the whole class with 1 worker, then with 2 workers (grader.batch.run_batch).
 Reports files per second, the speed-ups as ratios, and the peak memory: the largest resident set
 of one file's grading run (wait4), and the peak memory of the whole process tree (the sum of
@@ -26,8 +26,7 @@ from pathlib import Path
 
 from grader import batch, containment
 from grader.catalogue import get_kata
-from grader.grading import grade
-from grader.run.limits import Limits
+from grader.grading import run_checks
 
 KATAS = ("group_advantages", "kl_estimators")
 PATHOLOGIES = {
@@ -127,10 +126,9 @@ def _pss(pid: int) -> int:
 
 def baseline(roster: batch.Roster, count: int, settings: batch.Settings) -> float:
     """Files per second the `kata check` way: a fresh Python and pytest per file."""
-    limits = Limits(settings.memory_mb, settings.max_tasks)
     start = time.perf_counter()
     for job in roster.jobs[:count]:
-        grade(get_kata(job.slug), job.folder / f"{job.slug}.py", settings.timeout, limits)
+        run_checks(get_kata(job.slug), job.folder / f"{job.slug}.py", settings.timeout)
     return count / (time.perf_counter() - start)
 
 

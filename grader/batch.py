@@ -25,7 +25,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -297,6 +296,7 @@ def warm(settings: Settings, modules: list[str]) -> None:
 def grade_file(job: Job) -> dict:
     """Grade one student's kata file in a scratch copy of their folder, inside a box; never raises for the file's sake."""
     from grader.grading import pytest_arguments
+    from grader.run.child import last_line
 
     start = time.perf_counter()
     kata = catalogue.get_kata(job.slug)
@@ -313,7 +313,7 @@ def grade_file(job: Job) -> dict:
         ending, peak_kb = _run_boxed(arguments, scratch, log, settings)
         result = _read_report(report, job.slug)
         if result is None:
-            reason = ending or f"the grading run ended without a result: {_last_line(log)}"
+            reason = ending or f"the grading run ended without a result: {last_line(log)}"
             reason = reason.replace(f"{scratch}{os.sep}", f"{job.student}{os.sep}")
             return failed_record(job, reason, time.perf_counter() - start, peak_kb)
     return _record(job, result, time.perf_counter() - start, peak_kb)
@@ -328,71 +328,26 @@ def copy_folder(folder: Path, scratch: Path, slug: str) -> None:
 
 
 def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Settings) -> tuple[str, int]:
-    """Fork the judge (the pytest run); wait at most the run limit; end the file's box and cgroup.
+    """Fork the judge (the pytest run) for at most the run limit; end the file's cgroup box after it.
 
     Returns (why it ended without a result, if it did so abnormally, else "") and the peak resident
     memory of the judge in KiB.
     """
     from grader import session
+    from grader.run.child import run_judge
 
     box = containment.Box(settings.max_tasks, settings.memory_mb)
     session.SHARED_CGROUP = box
-    pid = os.fork()
-    if pid == 0:
-        _pytest_child(arguments, scratch, log)
-    ending, peak_kb = "", 0
     try:
-        deadline = time.monotonic() + settings.run_limit
-        while True:
-            done, status, usage = os.wait4(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                _, status, usage = os.wait4(pid, 0)
-                ending = f"the grading run did not finish within {settings.run_limit:g} s"
-                break
-            time.sleep(0.02)
-        peak_kb = usage.ru_maxrss
-        if not ending and os.WIFSIGNALED(status):
-            ending = f"the grading process was killed ({_signal_name(os.WTERMSIG(status))}), by the file's code?"
+        ended = run_judge(arguments, scratch, log, settings.run_limit, fork=True)
+        ending = ended.reason(settings.run_limit)
         if ending or session.SHARED_ZYGOTE.process.poll() is not None:
             # the judge may have left the warm process mid-conversation, or learner code killed it
             session.SHARED_ZYGOTE = session.SHARED_ZYGOTE.restart()
     finally:
         box.close()  # before the report is read: nothing the file started is left
         session.SHARED_CGROUP = None
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-    return ending, peak_kb
-
-
-def _pytest_child(arguments: list[str], scratch: Path, log: Path) -> None:
-    """In the forked child (the judge): take the scratch folder as home, run pytest, exit."""
-    code = 70
-    try:
-        import resource
-
-        os.setpgid(0, 0)
-        os.chdir(scratch)
-        output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(output, 1)
-        os.dup2(output, 2)
-        os.environ.update(HOME=str(scratch), TMPDIR=str(scratch), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-        tempfile.tempdir = None
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        import pytest
-
-        code = int(pytest.main(arguments))
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        os._exit(code)
+    return ending, ended.peak_kb
 
 
 def _read_report(report: Path, slug: str) -> GradeResult | None:
@@ -403,25 +358,6 @@ def _read_report(report: Path, slug: str) -> GradeResult | None:
         return None
     valid = result.kata == slug and all(check.status in STATUSES for check in result.checks)
     return result if valid and (result.checks or result.load_error) else None
-
-
-def _last_line(log: Path) -> str:
-    try:
-        with log.open("rb") as handle:
-            handle.seek(max(0, log.stat().st_size - 4000))
-            lines = handle.read().decode(errors="replace").strip().splitlines()
-    except OSError:
-        lines = []
-    return lines[-1][:300] if lines else "no output"
-
-
-def _signal_name(number: int) -> str:
-    import signal
-
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _record(job: Job, result: GradeResult, seconds: float, peak_kb: int = 0) -> dict:

@@ -193,7 +193,7 @@ def check(
 ) -> int:
     """Grade your file for KATA: each check runs in its own process, with a time limit."""
     from grader.against import AgainstError, require
-    from grader.grading import GradingError, grade
+    from grader.grading import GradingError, run_checks
     from grader.report import build_report
 
     if against:
@@ -212,7 +212,7 @@ def check(
         return 1
     try:
         with console.status(f"checking {path} …") if console.is_terminal and not as_json else nullcontext():
-            result = grade(kata, path, timeout, against=against)
+            result = run_checks(kata, path, timeout, against=against)
     except GradingError as error:
         errors.print(f"kata: {error}", style="error")
         return 1
@@ -455,7 +455,7 @@ def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, l
     from rich.text import Text
 
     from grader import drill as drills
-    from grader.grading import GradingError, grade
+    from grader.grading import GradingError, run_checks
     from grader.report import build_report
 
     text = path.read_text(encoding="utf-8")
@@ -471,7 +471,7 @@ def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, l
             filled = Path(scratch) / f"{kata.slug}.py"
             filled.write_text(text, encoding="utf-8")
             with console.status(f"checking {path} …") if console.is_terminal else nullcontext():
-                result = grade(kata, filled, timeout)
+                result = run_checks(kata, filled, timeout)
     except GradingError as error:
         errors.print(f"kata: {error}", style="error")
         return 1

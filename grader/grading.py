@@ -3,15 +3,13 @@ with the plugin in a child process and read back the JSON it writes.
 """
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from grader import DEFAULT_TIMEOUT, run_limit
 from grader.catalogue import Kata
 from grader.results import GradeResult
+from grader.run.child import last_line, run_judge
 from grader.run.limits import NO_LIMITS, Limits
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -58,26 +56,22 @@ def pytest_arguments(
     return arguments
 
 
-def grade(
+def run_checks(
     kata: Kata,
     target: str | Path,
     timeout: float = DEFAULT_TIMEOUT,
     against: str | None = None,
 ) -> GradeResult:
     """Run every check of `kata` against `target` (a file's Path, or "reference", "template" or
-    "misconception:ID"), each in its own child process limited to `timeout` seconds; with
-    `against="trl"`, TRL's code gives the expected values where it has the function."""
+    "misconception:ID") in a judge process, the target's code in contestants with `timeout`
+    seconds per check; with `against="trl"`, TRL's code gives the expected values where it has
+    the function."""
     with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
-        report = Path(scratch) / "result.json"
-        command = [sys.executable, "-m", "pytest", *pytest_arguments(kata, target, timeout, report, against=against)]
-        env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-        try:
-            done = subprocess.run(
-                command, cwd=scratch, env=env, capture_output=True, text=True, timeout=run_limit(timeout)
-            )
-        except subprocess.TimeoutExpired:
-            raise GradingError("the grader ran out of time (this is a bug in the grader, not your code)") from None
+        report, log = Path(scratch) / "result.json", Path(scratch) / "pytest.log"
+        ended = run_judge(pytest_arguments(kata, target, timeout, report, against=against), Path(scratch), log,
+                          run_limit(timeout))  # fmt: skip
+        if ended.timed_out:
+            raise GradingError("the grader ran out of time (this is a bug in the grader, not your code)")
         if not report.exists():
-            lines = (done.stderr or done.stdout).strip().splitlines()
-            raise GradingError(f"the grader failed: {lines[-1] if lines else f'exit status {done.returncode}'}")
+            raise GradingError(f"the grader failed: {last_line(log)}")
         return GradeResult.from_json(json.loads(report.read_text(encoding="utf-8")))

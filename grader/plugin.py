@@ -138,7 +138,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     kata_session.close_file()  # every process the file started is gone before its result is written
     if not path:
         return
-    atomic_write(Path(path), json_text(kata_session.grade().to_json()))
+    atomic_write(Path(path), json_text(kata_session.result().to_json()))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
@@ -146,7 +146,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     kata_session = config.stash.get(SESSION, None)
     if kata_session is None:
         return
-    result = kata_session.grade()
+    result = kata_session.result()
     if result.diagnosis:
         item = kata_session.kata.misconception(result.diagnosis)
         terminalreporter.write_line(f"kata: likely misconception: {item.title['en']} ({item.id})")

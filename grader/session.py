@@ -207,7 +207,7 @@ class KataSession:
         if self.against and getattr(self.reference, "trl_calls", 0):
             self.expected_from[item.nodeid] = self.against
 
-    def grade(self) -> GradeResult:
+    def result(self) -> GradeResult:
         result = GradeResult(
             self.kata.slug, str(self.spec), self.results, self.load_error, self.against, self.sandboxed
         )

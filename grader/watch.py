@@ -12,7 +12,7 @@ from rich.console import Console
 
 from grader import catalogue
 from grader.catalogue import Kata
-from grader.grading import GradingError, grade
+from grader.grading import GradingError, run_checks
 from grader.report import build_report
 from grader.workspace import Workspace
 
@@ -52,7 +52,7 @@ def _check(kata: Kata, workspace: Workspace, timeout: float, lang: str, console:
     if console.is_terminal:
         console.clear()
     try:
-        result = grade(kata, path, timeout)
+        result = run_checks(kata, path, timeout)
     except GradingError as error:
         console.print(f"kata: {error}", style="error")
         return

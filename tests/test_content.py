@@ -12,7 +12,7 @@ import pytest
 
 from grader import render
 from grader.catalogue import DIFFICULTIES, KATAS_DIR, all_katas
-from grader.grading import grade
+from grader.grading import run_checks
 
 KATAS = all_katas()
 SLUGS = [kata.slug for kata in KATAS]
@@ -34,7 +34,7 @@ class Grades:
             kata = next(kata for kata in KATAS if kata.slug == slug)
             targets = ["reference", "template"] + [f"misconception:{item.id}" for item in kata.misconceptions]
             with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-                for target, result in zip(targets, pool.map(lambda t: grade(kata, t, timeout=30), targets)):
+                for target, result in zip(targets, pool.map(lambda t: run_checks(kata, t, timeout=30), targets)):
                     self.results[(slug, target)] = result
         return self.results[job]
 

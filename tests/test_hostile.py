@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from grader.catalogue import get_kata
-from grader.grading import grade
+from grader.grading import run_checks
 
 KATA = get_kata("group_advantages")
 TIMEOUT = 5.0
@@ -111,7 +111,7 @@ def graded(tmp_path_factory):
     def run(case):
         path = folder / f"{case}.py"
         path.write_text(files[case], encoding="utf-8")
-        return case, grade(KATA, path, timeout=TIMEOUT)
+        return case, run_checks(KATA, path, timeout=TIMEOUT)
 
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         results = dict(pool.map(run, files))

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from grader.catalogue import get_kata
-from grader.grading import grade
+from grader.grading import run_checks
 
 KATA = get_kata("group_advantages")
 TIMEOUT = 2.0
@@ -55,7 +55,7 @@ def results(tmp_path_factory):
         path = folder / f"{case}.py"
         path.write_text(FILES[case], encoding="utf-8")
         start = time.perf_counter()
-        result = grade(KATA, path, timeout=TIMEOUT)
+        result = run_checks(KATA, path, timeout=TIMEOUT)
         return case, (result, time.perf_counter() - start)
 
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:

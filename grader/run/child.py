@@ -1,0 +1,123 @@
+"""The one way the grader runs a judge (a pytest run with the grading plugin) as a child process:
+in a scratch folder, its output to a log file, with a deadline after which its process group is
+killed, and an account of how it ended.
+
+    ended = run_judge(arguments, scratch, log, limit=120.0)              # `kata check`: a fresh Python
+    ended = run_judge(arguments, scratch, log, limit=120.0, fork=True)   # a warm batch worker: a fork
+
+No torch here: `kata check` calls it from the `kata` process.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Ended:
+    status: int  # the wait status
+    timed_out: bool
+    peak_kb: int  # the child's largest resident set
+
+    def reason(self, limit: float) -> str:
+        """Why it ended without finishing normally, in one line ("" when it exited by itself)."""
+        if self.timed_out:
+            return f"the grading run did not finish within {limit:g} s"
+        if os.WIFSIGNALED(self.status):
+            return f"the grading process was killed ({_signal_name(os.WTERMSIG(self.status))})"
+        return ""
+
+
+def run_judge(arguments: list[str], scratch: Path, log: Path, limit: float, fork: bool = False) -> Ended:
+    """Run pytest with `arguments` in `scratch` (also HOME and TMPDIR) for at most `limit` seconds.
+
+    `fork`: a fork of this process (which has imported pytest and torch already) instead of a new
+    Python. Either way the child leads its own process group, which is killed at the deadline.
+    """
+    output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        pid = os.fork() if fork else _spawn(arguments, scratch, output)
+        if fork and pid == 0:
+            _forked_judge(arguments, scratch, output)
+    finally:
+        os.close(output)
+    deadline = time.monotonic() + limit
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return Ended(status, False, usage.ru_maxrss)
+        if time.monotonic() > deadline:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _, status, usage = os.wait4(pid, 0)
+            return Ended(status, True, usage.ru_maxrss)
+        time.sleep(0.02)
+
+
+def _environment(scratch: Path) -> dict:
+    return dict(os.environ, HOME=str(scratch), TMPDIR=str(scratch), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+
+
+def _spawn(arguments: list[str], scratch: Path, output: int) -> int:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *arguments],
+        cwd=scratch,
+        env=_environment(scratch),
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=output,
+        start_new_session=True,
+    )
+    process.returncode = 0  # waited for with os.wait4 above, not by Popen
+    return process.pid
+
+
+def _forked_judge(arguments: list[str], scratch: Path, output: int) -> None:
+    """In the forked child: take the scratch folder as home, run pytest, exit with its status."""
+    code = 70
+    try:
+        import resource
+        import tempfile
+
+        os.setsid()
+        os.chdir(scratch)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.environ.clear()
+        os.environ.update(_environment(scratch))
+        tempfile.tempdir = None
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        import pytest
+
+        code = int(pytest.main(arguments))
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def last_line(log: Path) -> str:
+    """The last line the child wrote (for a one-line reason), at most 300 characters."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(0, log.stat().st_size - 4000))
+            lines = handle.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        lines = []
+    return lines[-1][:300] if lines else "no output"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
