@@ -118,11 +118,10 @@ class Stages:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write to a temporary file beside `path`, then rename it over: readers never see half a file."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    """`data` as JSON, written atomically (grader.workspace.atomic_write): readers never see half a file."""
+    from grader.workspace import atomic_write
+
+    atomic_write(Path(path), json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n")
 
 
 def _jsonable(value):
