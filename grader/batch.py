@@ -240,7 +240,7 @@ def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
             min(workers, len(pending)),
             mp_context=get_context("spawn"),
             initializer=warm,
-            initargs=(pending[0].settings, sorted({m for job in pending for m in _warm_modules(job.slug)})),
+            initargs=(pending[0].settings, sorted({line for job in pending for line in _warm_imports(job.slug)})),
         )
         try:
             futures = {pool.submit(grade_file, job): job for job in pending}
@@ -264,16 +264,16 @@ def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
         pending = left
 
 
-def _warm_modules(slug: str) -> list[str]:
-    from grader.session import warm_modules
+def _warm_imports(slug: str) -> list[str]:
+    from grader.session import warm_imports
 
-    return warm_modules(catalogue.get_kata(slug))
+    return warm_imports(catalogue.get_kata(slug))
 
 
 _DROP: Path | None = None  # this worker's folder for scratch copies (what its sandbox sees at /kata/drop)
 
 
-def warm(settings: Settings, modules: list[str]) -> None:
+def warm(settings: Settings, imports: list[str]) -> None:
     """Pool initializer: import once what every grading run needs; start the warm contestant process."""
     import _pytest.config  # noqa: F401
     import torch  # noqa: F401
@@ -286,7 +286,7 @@ def warm(settings: Settings, modules: list[str]) -> None:
     global _DROP
     _DROP = Path(tempfile.mkdtemp(prefix="kata-drop-"))
     drop = _DROP if settings.sandboxed else None
-    session.SHARED_ZYGOTE = Zygote.start(modules, Limits(settings.memory_mb, settings.max_tasks), drop)
+    session.SHARED_ZYGOTE = Zygote.start(imports, Limits(settings.memory_mb, settings.max_tasks), drop)
     session.SHARED_ZYGOTE.wait_ready()  # before the first judge forks: each judge shares it
 
 

@@ -33,7 +33,6 @@ from grader.targets import load_module, target_source
 
 OUTCOME_KEY = "kata_outcome"
 FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
-WARM_MODULES = ("transformers",)  # imported by the warm process when a kata's reference imports them
 SHARED_ZYGOTE: Zygote | None = None  # a warm process a batch worker keeps across files (grader.batch)
 SHARED_CGROUP: containment.Box | None = None  # the batch worker's cgroup box for the file being graded
 SANDBOX_CHOICES = ("auto", "on", "off")
@@ -54,16 +53,11 @@ def use_sandbox(choice: str) -> bool:
     return why is None
 
 
-def warm_modules(kata: Kata) -> list[str]:
-    """The heavy modules the kata's reference imports, for the warm process to import first."""
+def warm_imports(kata: Kata) -> list[str]:
+    """The reference's top-level import statements, for the warm process to run once (so that a
+    contestant loading `from transformers import GPT2LMHeadModel` finds it imported already)."""
     tree = ast.parse(kata.solution())
-    names = {
-        alias.name.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
-    }
-    names |= {
-        node.module.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
-    }
-    return [name for name in WARM_MODULES if name in names]
+    return [ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
 
 
 class KataSession:
@@ -81,7 +75,7 @@ class KataSession:
             self.zygote = SHARED_ZYGOTE
         else:  # first thing: the warm process imports torch while this one goes on
             self.drop = Path(tempfile.mkdtemp(prefix="kata-drop-")) if sandboxed else None
-            self.zygote = Zygote.start(warm_modules(kata), limits, self.drop)
+            self.zygote = Zygote.start(warm_imports(kata), limits, self.drop)
         self.sandboxed = self.zygote.sandboxed
         self.file_box: FileBox | None = None
         self.cgroup: containment.Box | None = None

@@ -34,6 +34,7 @@ learner's code raised, or {"refused": "..."} when an answer is not plain data):
     rng       torch's global generator state
 """
 
+import ast
 import copy
 import faulthandler
 import gc
@@ -409,15 +410,17 @@ class _RefuseAnswers(importlib.abc.MetaPathFinder):
 
 
 def main(argv: list[str]) -> None:
-    """Warm up (torch and the named modules), then serve the judge on the control socket FD.
+    """Warm up (torch and the import statements given, e.g. the reference's), then serve the judge
+    on the control socket FD. Only `import` statements are run: anything else is refused.
 
     `--guard` (outside the sandbox) refuses imports of the packages that hold the answers; in the
     sandbox they are not there to import.
     """
     control = socket.socket(fileno=int(argv[0]))
-    for name in argv[1:]:
-        if name != "--guard":
-            importlib.import_module(name)
+    for statement in argv[1:]:
+        tree = ast.parse(statement) if statement != "--guard" else ast.Module([], [])
+        if all(isinstance(node, ast.Import | ast.ImportFrom) for node in tree.body):
+            exec(compile(tree, "<warm imports>", "exec"), {})
     if "--guard" in argv:
         sys.meta_path.insert(0, _RefuseAnswers())
     torch.set_num_threads(1)

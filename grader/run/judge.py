@@ -1,7 +1,7 @@
 """The judge's side of a contestant: start the warm process, spawn a contestant per check, talk
 to it in the wire format with a deadline, end it, and say how it ended.
 
-    zygote = Zygote.start(["transformers"])          # imports torch while the judge does too
+    zygote = Zygote.start(["from transformers import GPT2LMHeadModel"])  # imports meanwhile
     learner = zygote.spawn(source, filename, seconds=10)       # a fresh process, 10 s to answer all
     learner.call("compute_group_advantages", rewards, ids)   # plain tensors back, never objects
     model = learner.new("RewardModel", learner.build("reward_model.make_backbone", "lesson", 0), 6)
@@ -127,11 +127,11 @@ class Zygote(_Asker):
     which the judge puts each file's copy of the student's folder.
     """
 
-    def __init__(self, process: subprocess.Popen, control: socket.socket, modules: list[str], limits: Limits,
+    def __init__(self, process: subprocess.Popen, control: socket.socket, imports: list[str], limits: Limits,
                  drop: Path | None):  # fmt: skip
         self.process = process
         self.control = control
-        self.modules = modules
+        self.imports = imports
         self.limits = limits
         self.drop = drop
         self.ready = False
@@ -142,20 +142,20 @@ class Zygote(_Asker):
         return self.drop is not None
 
     @classmethod
-    def start(cls, modules: list[str] = (), limits: Limits = NO_LIMITS, drop: Path | None = None) -> "Zygote":
-        """Start the warm process (in the sandbox when `drop` is given); it imports torch and `modules`
-        while the caller goes on."""
+    def start(cls, imports: list[str] = (), limits: Limits = NO_LIMITS, drop: Path | None = None) -> "Zygote":
+        """Start the warm process (in the sandbox when `drop` is given); it imports torch and runs the
+        `imports` (statements such as "from transformers import GPT2LMHeadModel") while the caller goes on."""
         ours, theirs = socket.socketpair()
-        command = [sys.executable, "-m", "grader.run.contestant", str(theirs.fileno()), *modules]
+        command = [sys.executable, "-m", "grader.run.contestant", str(theirs.fileno()), *imports]
         command = sandbox.command(command, drop) if drop is not None else [*command, "--guard"]
         process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True)
         theirs.close()
-        return cls(process, ours, list(modules), limits, drop)
+        return cls(process, ours, list(imports), limits, drop)
 
     def restart(self) -> "Zygote":
         """End this warm process and start an equal one (after a judge left it mid-conversation)."""
         self.close()
-        fresh = Zygote.start(self.modules, self.limits, self.drop)
+        fresh = Zygote.start(self.imports, self.limits, self.drop)
         fresh.wait_ready()
         return fresh
 
