@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--baseline-tree", required=True, type=Path)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", help="a slug: run only its rows")
+    parser.add_argument("--tree", type=Path, help="a checkout to measure instead of this one (e.g. a clone at a commit)")
     args = parser.parse_args()
     from grader.catalogue import get_kata
 
@@ -47,7 +48,7 @@ def main() -> None:
             path = Path(scratch) / f"{variant or 'correct'}_{slug}.py"
             path.write_text(kata.variant(variant) if variant else kata.solution(), encoding="utf-8")
             command = [sys.executable, "-m", "grader.cli", "check", slug, "--file", str(path)]
-            ours = bench_env(KATA_LANG="en")
+            ours = bench_env(KATA_LANG="en", **({"PYTHONPATH": str(args.tree.resolve())} if args.tree else {}))
             before = bench_env(KATA_LANG="en", PYTHONPATH=str(args.baseline_tree.resolve()))
             new, old = medians_pair(command, ours, before, args.repeat)
             rows.append((slug, variant or "correct", new, old))

@@ -67,13 +67,13 @@ def command(argv: list[str], drop: Path) -> list[str]:
     args += ["--uid", str(NOBODY), "--gid", str(NOBODY), "--clearenv"]
     for name, value in _environment().items():
         args += ["--setenv", name, value]
+    args += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]  # first: binds may lie under /tmp
     bound = _bound_paths()
     for path in bound:
         args += ["--ro-bind", path, path]
     for path in _hidden(bound):
         args += ["--tmpfs", path]
-    args += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
-    args += ["--dir", WORK, "--ro-bind", str(drop), DROP, "--chdir", "/tmp"]
+    args += ["--dir", WORK, "--ro-bind", str(drop), DROP, "--chdir", "/"]
     return args + argv
 
 
