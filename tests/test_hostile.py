@@ -35,29 +35,43 @@ def learner(setup: str, answer: str = HONEST_WRONG) -> str:
     """).format(setup=textwrap.indent(textwrap.dedent(setup).strip(), "    "), answer=answer)
 
 
-STEAL = """
-    import gc, sys
-    stolen = None
-    frame = sys._getframe()
-    while frame is not None and stolen is None:  # frame walking: the caller's locals and globals
+WALK_FRAMES = """
+    import sys
+    frame, stolen = sys._getframe(), None
+    while frame is not None and stolen is None:  # the callers' locals and globals, up to the check's
         for scope in (frame.f_locals, frame.f_globals):
             for value in list(scope.values()):
                 if getattr(value, "__name__", "") == "compute_group_advantages" and value is not compute_group_advantages:
                     stolen = value
         frame = frame.f_back
-    for module in list(sys.modules.values()):  # the reference (or pytest's stash) among loaded modules
-        fn = getattr(module, "compute_group_advantages", None)
-        if stolen is None and callable(fn) and fn is not compute_group_advantages:
-            stolen = fn
-    for finder in sys.meta_path:  # pytest's config through the import system
-        config = getattr(finder, "config", None)
-        if stolen is None and config is not None:
-            stolen = config
-    for thing in gc.get_objects():  # any function of that name the collector knows
-        if stolen is None and getattr(thing, "__name__", None) == "compute_group_advantages" and thing is not compute_group_advantages:
-            stolen = thing
     if callable(stolen):
         return stolen(rewards, group_ids, eps)
+"""
+
+SEARCH_MODULES = """
+    import sys
+    for module in list(sys.modules.values()):  # the reference, or a variant, among loaded modules
+        fn = getattr(module, "compute_group_advantages", None)
+        if callable(fn) and fn is not compute_group_advantages:
+            return fn(rewards, group_ids, eps)
+"""
+
+PYTEST_CONFIG = """
+    import sys
+    for finder in sys.meta_path:  # pytest's config (and its stash, and the session) through the import system
+        config = getattr(finder, "config", None)
+        session = getattr(getattr(config, "stash", None), "_storage", {})
+        for value in dict(session).values():
+            reference = getattr(value, "reference", None)
+            if reference is not None:
+                return reference.compute_group_advantages(rewards, group_ids, eps)
+"""
+
+SEARCH_GC = """
+    import gc
+    for thing in gc.get_objects():  # any function of that name the collector knows
+        if getattr(thing, "__name__", None) == "compute_group_advantages" and thing is not compute_group_advantages:
+            return thing(rewards, group_ids, eps)
 """
 
 PATCH_COMPARISONS = """
@@ -65,6 +79,27 @@ PATCH_COMPARISONS = """
         setattr(torch.Tensor, name, lambda *args, **kwargs: torch.tensor(False))
     torch.allclose = torch.equal = lambda *args, **kwargs: True
     torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(a, dtype=torch.bool)
+"""
+
+LYING_FLOAT = """
+    class LyingFloat(float):
+        def __eq__(self, other):
+            return True
+
+        def __sub__(self, other):
+            return 0.0
+"""
+
+FORGE_AN_ANSWER = """
+    import json, os, socket, stat, struct
+    forged = json.dumps({"value": {"result": {"$tuple": []}, "after": []}}).encode()
+    for fd in range(3, 64):  # its own answer channel: a forged "everything matches" answer, then leave
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.write(fd, struct.pack(">I", len(forged)) + forged + struct.pack(">Q", 0))
+        except OSError:
+            pass
+    os._exit(0)
 """
 
 LIAR = """
@@ -92,9 +127,14 @@ WRITE_EVERY_FD = """
 """
 
 CASES = {
-    "steal": (STEAL, HONEST_WRONG),
+    "walk_frames": (WALK_FRAMES, HONEST_WRONG),
+    "search_modules": (SEARCH_MODULES, HONEST_WRONG),
+    "pytest_config": (PYTEST_CONFIG, HONEST_WRONG),
+    "search_gc": (SEARCH_GC, HONEST_WRONG),
     "patch_comparisons": (PATCH_COMPARISONS, HONEST_WRONG),
     "liar_tensor": (LIAR, f"return ({HONEST_WRONG.removeprefix('return ')}).as_subclass(Liar)"),
+    "lying_float": (LYING_FLOAT, "return LyingFloat(0.5)"),
+    "forge_an_answer": (FORGE_AN_ANSWER, HONEST_WRONG),
     "write_every_fd": (WRITE_EVERY_FD, HONEST_WRONG),
 }
 
@@ -128,7 +168,7 @@ def test_the_honest_file_passes_the_mean_zero_check_and_fails_most(graded):
     assert len(passing(results["honest"])) <= 4
 
 
-@pytest.mark.parametrize("case", ["steal", "patch_comparisons"])
+@pytest.mark.parametrize("case", ["walk_frames", "search_modules", "pytest_config", "search_gc", "patch_comparisons"])
 def test_an_attack_scores_exactly_what_the_file_scores_without_it(graded, case):
     results, _ = graded
     assert results[case].load_error is None
@@ -140,6 +180,18 @@ def test_a_lying_tensor_subclass_passes_nothing_and_is_named(graded):
     assert passing(results["liar_tensor"]) <= passing(results["honest"])
     messages = [check.message for check in results["liar_tensor"].checks if check.status != "passed"]
     assert any("returned a `Liar`, not a plain `torch.Tensor`" in message for message in messages)
+
+
+def test_a_lying_float_passes_nothing_and_is_named(graded):
+    results, _ = graded
+    assert passing(results["lying_float"]) == set()
+    assert any("`LyingFloat`, not a plain `float`" in check.message for check in results["lying_float"].checks)
+
+
+def test_a_forged_answer_in_the_wire_format_passes_nothing(graded):
+    """It knows the format but not the expected values: a forged answer is an answer, and wrong."""
+    results, _ = graded
+    assert passing(results["forge_an_answer"]) <= passing(results["honest"])
 
 
 def test_bytes_and_pickles_written_to_every_descriptor_are_never_unpickled(graded):
