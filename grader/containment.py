@@ -43,10 +43,17 @@ def available() -> bool:
 
 
 def clean_leftovers() -> int:
-    """Kill the processes of `kata-grade-*` cgroups left by killed runs and remove them; how many."""
+    """Kill the processes of `kata-grade-*` cgroups left by killed runs and remove them; how many.
+
+    A box is named after the process that made it: one whose maker still runs belongs to a run
+    going on now (another class, a `kata check`), and is left alone.
+    """
     removed = 0
     for root in hierarchies():
         for path in root.glob(f"{PREFIX}*"):
+            maker = path.name.removeprefix(PREFIX).split("-")[0]
+            if maker.isdigit() and Path(f"/proc/{maker}").exists():
+                continue
             _kill_members([path])
             removed += _remove(path)
     return removed

@@ -299,3 +299,19 @@ def test_no_sandbox_is_said_in_the_output_the_json_and_each_junit_file(tmp_path)
     entry = json.loads((out / "grades.json").read_text())["students"]["ada"][SLUG]
     assert entry["score"] == 1.0 and entry["sandboxed"] is False
     assert '<property name="sandboxed" value="false"' in (out / "junit" / "ada.xml").read_text()
+
+
+def test_leftover_boxes_of_killed_runs_are_cleaned_and_live_ones_kept():
+    from grader import containment
+
+    if not containment.available():
+        pytest.skip("no writable cgroups here (not root, or no pids/memory controller)")
+    live = containment.Box()
+    dead = [root / f"{containment.PREFIX}999999999-0" for root in containment.hierarchies()]
+    for path in dead:
+        path.mkdir()
+    try:
+        assert containment.clean_leftovers() == len(dead)
+        assert not any(path.exists() for path in dead) and all(path.exists() for path in live.paths)
+    finally:
+        live.close()
