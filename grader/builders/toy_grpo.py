@@ -7,7 +7,7 @@
 stay self-contained, and the checks only need the fixtures to be identical on both sides, which
 building both from this module guarantees. A tiny policy's weights are moved by seeded noise so
 that its next-token distribution is peaked (answers repeat, ratios fall on both sides of the clip);
-`nearby_policy` moves a copy of it once more, to serve as a reference policy that differs.
+`nearby_policy` moves one once more, to serve as a reference policy that differs.
 """
 
 import copy
