@@ -13,34 +13,13 @@ from pathlib import Path
 import click
 
 from gpu_labs.cli import lab
-from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, catalogue
-from grader.against import ORACLES, TRL_VERSION
-from grader.catalogue import Kata
-from grader.i18n import pick_language
-from grader.workspace import DEFAULT_DIR, Workspace, WorkspaceRefusal
-
-
-class _LazyConsole:
-    """The rich console, created on first use: `kata list` piped to a file never imports rich."""
-
-    def __init__(self, stderr: bool):
-        self._stderr = stderr
-        self._console = None
-
-    def rich(self):
-        """The Console itself (rich's Progress needs the real one), created if need be."""
-        if self._console is None:
-            from grader.styles import make_console
-
-            self._console = make_console(stderr=self._stderr)
-        return self._console
-
-    def __getattr__(self, name):
-        return getattr(self.rich(), name)
-
-
-console = _LazyConsole(stderr=False)
-errors = _LazyConsole(stderr=True)
+from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
+from grader.cli.workspace import DEFAULT_DIR, Workspace, WorkspaceRefusal
+from grader.content import catalogue
+from grader.content.catalogue import Kata
+from grader.content.i18n import pick_language
+from grader.oracles.against import ORACLES, TRL_VERSION
+from grader.report.console import console, errors
 
 
 class KataSlug(click.ParamType):
@@ -124,7 +103,7 @@ def cli():
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def list_command(workspace_dir: Path, lang: str | None, as_json: bool) -> int:
     """Every kata in learning order, with your status and what to do next."""
-    from grader.listing import listing_rows, plain_listing
+    from grader.cli.listing import listing_rows, plain_listing
 
     workspace = _workspace(workspace_dir)
     rows = listing_rows(catalogue.all_katas(), workspace, pick_language(lang))
@@ -134,7 +113,7 @@ def list_command(workspace_dir: Path, lang: str | None, as_json: bool) -> int:
     elif not sys.stdout.isatty():
         click.echo(plain_listing(rows))
     else:
-        from grader.listing import build_listing
+        from grader.cli.listing import build_listing
 
         console.print(build_listing(rows))
     return 0
@@ -192,9 +171,9 @@ def check(
     lang: str | None,
 ) -> int:
     """Grade your file for KATA: each check runs in its own process, with a time limit."""
-    from grader.against import AgainstError, require
-    from grader.grading import GradingError, run_checks
-    from grader.report import build_report
+    from grader.oracles.against import AgainstError, require
+    from grader.report.terminal import build_report
+    from grader.run.grading import GradingError, run_checks
 
     if against:
         try:
@@ -235,7 +214,7 @@ def check(
 @lang_option
 def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | None) -> int:
     """Show one more hint for a TODO of KATA each time it is run."""
-    from grader.hints import next_hint
+    from grader.content.hints import next_hint
 
     workspace = _workspace(workspace_dir)
     numbers = [todo.number for todo in kata.todos]
@@ -308,7 +287,7 @@ def show(kata: Kata, lang: str | None) -> int:
 @lang_option
 def quiz(kata: Kata, lang: str | None) -> int:
     """Ask the concept questions of KATA one by one; each answer is graded and explained."""
-    from grader import quiz as quizzes
+    from grader.content import quiz as quizzes
 
     if not quizzes.has_quiz(kata.slug):
         others = ", ".join(k.slug for k in catalogue.all_katas() if quizzes.has_quiz(k.slug)) or "none yet"
@@ -326,7 +305,7 @@ def quiz(kata: Kata, lang: str | None) -> int:
 @lang_option
 def watch(kata: Kata | None, workspace_dir: Path, timeout: float, poll: bool, lang: str | None) -> int:
     """Re-check a kata file every time you save it (all katas in the workspace by default)."""
-    from grader.watch import watch_workspace
+    from grader.cli.watch import watch_workspace
 
     workspace = _workspace(workspace_dir)
     if not workspace.root.is_dir():
@@ -391,7 +370,7 @@ def drill(
     --check: blank by blank against the reference, and by the kata's own checks.
     Your kata file is never touched.
     """
-    from grader import drill as drills
+    from grader.content import drill as drills
 
     workspace = _workspace(workspace_dir)
     settings = {"--level": level, "--blanks": blanks, "--ratio": ratio, "--seed": seed, "--function": function}
@@ -429,7 +408,7 @@ def drill(
 
 def _write_drill(exercise, path: Path, workspace: Workspace, force: bool) -> int:
     """Write a drill file; an existing one is replaced only with --force, and kept as a backup."""
-    from grader.workspace import atomic_write
+    from grader.files import atomic_write
 
     if path.resolve() == workspace.kata_file(exercise.slug).resolve():
         errors.print(f"kata: {path} is your kata file; a drill never touches it.", style="warning")
@@ -454,9 +433,9 @@ def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, l
 
     from rich.text import Text
 
-    from grader import drill as drills
-    from grader.grading import GradingError, run_checks
-    from grader.report import build_report
+    from grader.content import drill as drills
+    from grader.report.terminal import build_report
+    from grader.run.grading import GradingError, run_checks
 
     text = path.read_text(encoding="utf-8")
     try:
@@ -500,7 +479,7 @@ def _record_drill(workspace: Workspace, slug: str, level: str, right: int, total
     """Keep the best drill score of this level in the progress file."""
     from datetime import datetime
 
-    from grader.drill import best_scores
+    from grader.content.drill import best_scores
 
     record = workspace.progress().get(slug, {})
     when = datetime.now().astimezone().isoformat(timespec="seconds")
@@ -555,8 +534,8 @@ def grade(
     time and a memory limit per check; results are saved as each file finishes, so a rerun grades
     only what is new or changed. Writes OUT/grades.csv, OUT/grades.json and OUT/junit/STUDENT.xml.
     """
-    from grader import batch, gradesheet
-    from grader.names import display_name
+    from grader.classroom import batch, gradesheet
+    from grader.classroom.names import display_name
 
     slugs = None
     if kata_names is not None:
@@ -586,7 +565,7 @@ def grade(
             markup=False,
         )
         return 1
-    from grader.styles import progress_bar
+    from grader.report.styles import progress_bar
 
     if no_sandbox:
         console.print("grading without the sandbox (--no-sandbox): the files' code runs as you", style="warning")
@@ -628,7 +607,3 @@ def main(argv: list[str] | None = None) -> int:
         errors.print(f"kata: error: {error.strerror or error}{where}", style="error", markup=False)
         return 1
     return status if isinstance(status, int) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
