@@ -32,9 +32,11 @@ def main() -> None:
     parser.add_argument("--baseline-tree", required=True, type=Path)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", help="a slug: run only its rows")
-    parser.add_argument("--tree", type=Path, help="a checkout to measure instead of this one (e.g. a clone at a commit)")
+    parser.add_argument(
+        "--tree", type=Path, help="a checkout to measure instead of this one (e.g. a clone at a commit)"
+    )
     args = parser.parse_args()
-    from grader.catalogue import get_kata
+    from grader.content.catalogue import get_kata
 
     rows = []
     with tempfile.TemporaryDirectory() as scratch:

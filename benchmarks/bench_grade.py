@@ -4,12 +4,12 @@
 
 Generates COUNT synthetic kata files in a temporary class (two files per student, katas
 group_advantages and kl_estimators): half correct (the rendered reference), three tenths
-misconception variants (grader.render), one fifth pathological (endless loops, os._exit,
+misconception variants (grader.content.render), one fifth pathological (endless loops, os._exit,
 segfaults, memory bombs, megabytes of output, bounded fork bombs, missing functions, syntax
 errors). Then grades it, regrading everything each time:
 - baseline: the first BASELINE files one by one the way `kata check` does (a fresh
-  `python -m pytest` per file, grader.grading.run_checks), in this same run;
-- the whole class with 1 worker, then with 2 workers (grader.batch.run_batch).
+  `python -m pytest` per file, grader.run.grading.run_checks), in this same run;
+- the whole class with 1 worker, then with 2 workers (grader.classroom.batch.run_batch).
 Reports files per second, the speed-ups as ratios, and the peak memory: the largest resident set
 of one file's grading run (wait4), and the peak memory of the whole process tree (the sum of
 proportional set sizes, sampled every 0.2 s).
@@ -24,9 +24,10 @@ import threading
 import time
 from pathlib import Path
 
-from grader import batch, containment
-from grader.catalogue import get_kata
-from grader.grading import run_checks
+from grader.classroom import batch
+from grader.content.catalogue import get_kata
+from grader.run import containment
+from grader.run.grading import run_checks
 
 KATAS = ("group_advantages", "kl_estimators")
 PATHOLOGIES = {

@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from grader.against import trl_problem
+from grader.oracles.against import trl_problem
 
 SHAPES = ((64, 256), (256, 512), (1024, 1024))
 GROUP = 8
@@ -46,7 +46,7 @@ def batch(rows: int, width: int):
 
 def step(side: str, inputs) -> torch.Tensor:
     """One forward + backward of `side` ("reference" or "trl"); returns the gradient."""
-    from grader import trl_oracle
+    from grader.oracles import trl_oracle
     from reference.group_advantages import compute_group_advantages
     from reference.grpo_loss import compute_grpo_loss
 

@@ -44,7 +44,7 @@ def medians(
 
 def solved_workspace(root: Path, slug: str) -> dict:
     """A workspace under `root` holding the reference solution of `slug`; returns the env that uses it."""
-    from grader.catalogue import get_kata
+    from grader.content.catalogue import get_kata
 
     workspace = root / "ws"
     workspace.mkdir()

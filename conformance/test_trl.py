@@ -1,6 +1,6 @@
 """The references agree with TRL 1.16.0's own code: `nox -s conformance`.
 
-Each test runs a TRL trainer method on a trainer built without __init__ (grader.trl_oracle) and
+Each test runs a TRL trainer method on a trainer built without __init__ (grader.oracles.trl_oracle) and
 the reference on the same seeded random inputs with ragged masks, and compares value and
 gradient. Tolerance 1e-6 (absolute and relative); float64 inputs, where the two sides agree to
 about 1e-15, so 1e-6 is far above rounding and far below any convention difference; the GRPO
@@ -25,14 +25,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.against import TRL_VERSION, trl_problem
+from grader.oracles.against import TRL_VERSION, trl_problem
 
 PROBLEM = trl_problem()
 if PROBLEM:
     pytest.exit(f"the conformance tests need the pinned TRL. {PROBLEM}  (or: nox -s conformance)", returncode=1)
 
-from grader import trl_oracle  # noqa: E402  (imports trl)
-from grader.catalogue import get_kata  # noqa: E402
+from grader.content.catalogue import get_kata  # noqa: E402
+from grader.oracles import trl_oracle  # noqa: E402  (imports trl)
 from reference import dpo_loss as dpo_reference  # noqa: E402
 from reference import grpo_loss as grpo_reference  # noqa: E402
 from reference import verifier_reward as reward_reference  # noqa: E402

@@ -36,8 +36,8 @@ class LabName(click.ParamType):
 
 
 def _consoles():
-    """The project's stdout and stderr consoles (grader.cli's, created on first use)."""
-    from grader.cli import console, errors
+    """The project's stdout and stderr consoles (grader.report.console's, created on first use)."""
+    from grader.report.console import console, errors
 
     return console, errors
 

@@ -118,8 +118,8 @@ class Stages:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """`data` as JSON, written atomically (grader.workspace.atomic_write): readers never see half a file."""
-    from grader.workspace import atomic_write
+    """`data` as JSON, written atomically (grader.files.atomic_write): readers never see half a file."""
+    from grader.files import atomic_write
 
     atomic_write(Path(path), json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n")
 

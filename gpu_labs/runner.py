@@ -62,7 +62,7 @@ class LabRun:
 
     def progress(self, description: str, total: int):
         """A rich progress bar (hidden when the console is not a terminal); yields `advance()`."""
-        from grader.styles import progress_bar
+        from grader.report.styles import progress_bar
 
         return progress_bar(self.console, description, total)
 

@@ -86,7 +86,7 @@ def resolve(options: dict, fields: dict) -> tuple[Config, str, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     """The script: parse, resolve, then train through the lab runner (rank 0) or as a worker rank."""
-    from grader.styles import make_console
+    from grader.report.styles import make_console
 
     errors = make_console(stderr=True)
     try:
@@ -137,7 +137,7 @@ def run_as_writer(run_mode: str, options: dict, overrides: dict, ranks: Ranks, e
     """Rank 0: run_lab claims the run folder, trains and writes the evidence; a refusal stops the other ranks."""
     from gpu_labs.runner import run_lab
     from gpu_labs.runs import LabRefusal
-    from grader.styles import make_console
+    from grader.report.styles import make_console
 
     console = make_console()
     try:

@@ -11,12 +11,12 @@ from importlib import metadata
 import pytest
 from rich.console import Console
 
-from grader import against
-from grader.catalogue import get_kata
-from grader.grading import pytest_arguments
-from grader.report import build_report
-from grader.results import CheckResult, GradeResult
-from grader.styles import THEME
+from grader.content.catalogue import get_kata
+from grader.oracles import against
+from grader.report.results import CheckResult, GradeResult
+from grader.report.styles import THEME
+from grader.report.terminal import build_report
+from grader.run.grading import pytest_arguments
 
 
 def flat(text: str) -> str:
@@ -107,7 +107,7 @@ def test_the_pinned_version_is_the_conformance_extra(tmp_path):
 
 
 def test_the_oracle_module_fails_in_one_line_when_trl_is_missing(monkeypatch):
-    from grader import trl_oracle
+    from grader.oracles import trl_oracle
 
     monkeypatch.setattr(trl_oracle, "trl_problem", lambda: "TRL is not installed: pip ...")
     trl_oracle.trl.cache_clear()

@@ -22,12 +22,12 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from grader.catalogue import DIFFICULTIES, KATAS_DIR, all_katas, get_kata
 from grader.cli import cli
-from grader.results import STATUSES, CheckResult, GradeResult
-from grader.styles import THEME
-from grader.watch import watch_workspace
-from grader.workspace import Workspace
+from grader.cli.watch import watch_workspace
+from grader.cli.workspace import Workspace
+from grader.content.catalogue import DIFFICULTIES, KATAS_DIR, all_katas, get_kata
+from grader.report.results import STATUSES, CheckResult, GradeResult
+from grader.report.styles import THEME
 
 KATA_SCRIPT = Path(sys.executable).with_name("kata")
 COMMANDS = ("list", "start", "check", "hint", "solution", "reset", "show", "quiz", "watch")
@@ -892,7 +892,7 @@ def fake_grade(monkeypatch):
         calls.append((kata.slug, str(target)))
         return GradeResult(kata.slug, str(target), [CheckResult("stub", "stub", 1, "passed")])
 
-    monkeypatch.setattr("grader.watch.grade", grade)
+    monkeypatch.setattr("grader.cli.watch.grade", grade)
     return calls
 
 

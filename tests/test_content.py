@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from grader import render
-from grader.catalogue import DIFFICULTIES, KATAS_DIR, all_katas
-from grader.grading import run_checks
+from grader.content import render
+from grader.content.catalogue import DIFFICULTIES, KATAS_DIR, all_katas
+from grader.run.grading import run_checks
 
 KATAS = all_katas()
 SLUGS = [kata.slug for kata in KATAS]

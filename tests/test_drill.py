@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from grader import drill, render
-from grader.catalogue import all_katas
 from grader.cli import cli, main
-from grader.styles import THEME
+from grader.content import drill, render
+from grader.content.catalogue import all_katas
+from grader.report.styles import THEME
 
 SLUGS = [kata.slug for kata in all_katas()]
 SEEDS = range(5)

@@ -19,9 +19,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import need_sandbox
 
-from grader import batch, containment, gradesheet
-from grader.catalogue import get_kata
+from grader.classroom import batch, gradesheet
 from grader.cli import cli
+from grader.content.catalogue import get_kata
+from grader.run import containment
 
 SLUG = "group_advantages"
 KATA = get_kata(SLUG)

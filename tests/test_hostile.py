@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from grader.catalogue import get_kata
-from grader.grading import run_checks
+from grader.content.catalogue import get_kata
+from grader.run.grading import run_checks
 
 KATA = get_kata("group_advantages")
 TIMEOUT = 5.0

@@ -21,7 +21,7 @@ from rich.console import Console
 from gpu_labs import LABS, grpo_mechanism, models
 from gpu_labs.summary import build_summary, model_line
 from grader.cli import cli
-from grader.styles import THEME
+from grader.report.styles import THEME
 
 ANSI = re.compile(r"\x1b\[")
 

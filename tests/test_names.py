@@ -1,5 +1,5 @@
 """Any name is data: folders and files named with any bytes are graded or listed, never crash a run,
-and are written one documented way (grader.names.display_name) in every file and on the terminal."""
+and are written one documented way (grader.classroom.names.display_name) in every file and on the terminal."""
 
 import csv
 import io
@@ -12,10 +12,10 @@ from xml.etree import ElementTree
 import pytest
 from click.testing import CliRunner
 
-from grader import batch, gradesheet
-from grader.catalogue import get_kata
+from grader.classroom import batch, gradesheet
+from grader.classroom.names import NAME_BYTES, display_name, file_name, json_text
 from grader.cli import cli
-from grader.names import NAME_BYTES, display_name, file_name, json_text
+from grader.content.catalogue import get_kata
 
 SLUG = "group_advantages"
 WRONG = "def compute_group_advantages(r, g, eps=1e-6):\n    return r * 0\n"

@@ -2,7 +2,7 @@
 
 import json
 
-from grader.catalogue import get_kata
+from grader.content.catalogue import get_kata
 
 SOLUTION = get_kata("grpo_loss").solution()
 

@@ -1,4 +1,4 @@
-"""`kata quiz` and grader.quiz: the questions of a concept kata, asked and graded one by one.
+"""`kata quiz` and grader.content.quiz: the questions of a concept kata, asked and graded one by one.
 
 The command runs in this process through click's `CliRunner`, with the typed answers given as
 `input=`; the pure functions are tested directly, the terminal loop with a rich Console that
@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from grader import quiz
-from grader.catalogue import get_kata
 from grader.cli import cli, main
+from grader.content import quiz
+from grader.content.catalogue import get_kata
 
 SLUG = "concepts"
 CJK = re.compile(r"[\u4e00-\u9fff]")

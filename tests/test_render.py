@@ -2,8 +2,8 @@
 
 import pytest
 
-from grader import render
-from grader.catalogue import get_kata
+from grader.content import render
+from grader.content.catalogue import get_kata
 
 SOURCE = '''"""Doc."""
 

@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from grader import outcomes
+from grader.judging import outcomes
 from grader.run import contestant, wire
 from grader.run.judge import OUTPUT_KEEP, KnownHang, Refused, Stopped, Zygote
 

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import need_sandbox
 
-from grader.catalogue import get_kata
 from grader.cli import cli
+from grader.content.catalogue import get_kata
 
 SLUG = "group_advantages"
 REFERENCE = get_kata(SLUG).solution()

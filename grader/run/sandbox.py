@@ -67,7 +67,8 @@ def command(argv: list[str], drop: Path) -> list[str]:
     args += ["--uid", str(NOBODY), "--gid", str(NOBODY), "--clearenv"]
     for name, value in _environment().items():
         args += ["--setenv", name, value]
-    args += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]  # first: binds may lie under /tmp
+    # first: binds may lie under /tmp
+    args += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
     bound = _bound_paths()
     for path in bound:
         args += ["--ro-bind", path, path]

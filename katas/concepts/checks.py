@@ -10,7 +10,7 @@ import difflib
 
 import pytest
 
-from grader.quiz import InvalidAnswer, describe, is_right, load_questions, parse_answer
+from grader.content.quiz import InvalidAnswer, describe, is_right, load_questions, parse_answer
 from grader.run.judge import MissingName
 
 QUESTIONS = {question.key: question for question in load_questions("concepts")}

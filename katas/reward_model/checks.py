@@ -28,7 +28,7 @@ import pytest
 import torch
 
 from grader.builders.reward_model import PAD, VOCAB, WIDTH, make_backbone
-from grader.expect import MissingFunction, fmt, rejects_with_value_error
+from grader.judging.expect import MissingFunction, fmt, rejects_with_value_error
 from grader.run.judge import Contestant, MissingName, Remote
 
 CLASS = "RewardModel"

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from grader.builders import toy_grpo as builders
-from grader.expect import CheckFailed, MissingFunction
+from grader.judging.expect import CheckFailed, MissingFunction
 from grader.run.judge import MissingName, Refused
 
 VOCAB_SIZE, BOS, TARGET = builders.VOCAB_SIZE, 9, 0

@@ -3,7 +3,7 @@ summarised as rich renderables (per-kata pass rate, score distribution, common m
 
 `build_sheet` is plain data (what grades.json holds); the writers and the summary read only it.
 A kata a student did not hand in is "missing": an empty cell in the CSV, 0 in the student's mean.
-Students, strays and ignored entries are display names (grader.names.display_name), here as in
+Students, strays and ignored entries are display names (grader.classroom.names.display_name), here as in
 every file: the CSV quotes one a spreadsheet would run (_cell); the XML escapes what it must.
 """
 
@@ -19,9 +19,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from grader.catalogue import get_kata, localized
-from grader.names import escape_char, file_name, json_text
-from grader.results import GradeResult
+from grader.classroom.names import escape_char, file_name, json_text
+from grader.content.catalogue import get_kata, localized
+from grader.report.results import GradeResult
 
 HISTOGRAM_BINS = 5  # score distribution: [0, 20%), [20%, 40%), ... [80%, 100%]
 TOP_MISCONCEPTIONS = 5
@@ -77,7 +77,7 @@ def write_sheet(sheet: dict, out: Path) -> list[Path]:
 
     <student> is the display name, cut and hashed if very long (names.file_name).
     """
-    from grader.workspace import atomic_write
+    from grader.files import atomic_write
 
     written = [out / "grades.csv", out / "grades.json"]
     atomic_write(written[0], grades_csv(sheet))

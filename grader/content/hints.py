@@ -4,9 +4,9 @@ from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from grader.catalogue import Kata, localized
-from grader.i18n import phrase
-from grader.workspace import Workspace
+from grader.cli.workspace import Workspace
+from grader.content.catalogue import Kata, localized
+from grader.content.i18n import phrase
 
 
 def pick_todo(kata: Kata, record: dict) -> int:

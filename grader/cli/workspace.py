@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from grader.results import GradeResult
+from grader.files import atomic_write
+from grader.report.results import GradeResult
 
 DEFAULT_DIR = "kata_workspace"
 PROGRESS_FILE = ".progress.json"
@@ -21,20 +22,6 @@ BACKUP_DIR = ".backups"
 
 class WorkspaceRefusal(Exception):
     """An action that would lose or overwrite the learner's work (exit status 1)."""
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temporary file and a rename: readers see old or new, never half."""
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8"
-    ) as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(handle.name, path)
 
 
 @dataclass

@@ -7,7 +7,7 @@ code raised, was missing, could not load, crashed or exited), timeout (it ran ou
 import re
 from dataclasses import dataclass
 
-from grader.expect import CheckFailed, MissingFunction
+from grader.judging.expect import CheckFailed, MissingFunction
 from grader.run.judge import Ending, KnownHang, LearnerRaised, Stopped
 from grader.run.limits import MEMORY_EXIT
 

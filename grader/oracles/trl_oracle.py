@@ -28,7 +28,7 @@ from collections import defaultdict
 
 import torch
 
-from grader.against import TRL_FUNCTIONS, TRL_PIP, TRL_VERSION, TrlUnavailable, trl_problem
+from grader.oracles.against import TRL_FUNCTIONS, TRL_PIP, TRL_VERSION, TrlUnavailable, trl_problem
 from reference import dpo_loss as dpo_reference
 from reference import grpo_loss as grpo_reference
 from reference import verifier_reward as reward_reference

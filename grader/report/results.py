@@ -85,5 +85,10 @@ class GradeResult:
         matches = data.get("matches", {})
         checks = [CheckResult(**item, matches=matches.get(item["name"], [])) for item in data["checks"]]
         return cls(
-            data["kata"], data["target"], checks, data.get("load_error"), data.get("against"), data.get("sandboxed") is True
+            data["kata"],
+            data["target"],
+            checks,
+            data.get("load_error"),
+            data.get("against"),
+            data.get("sandboxed") is True,
         )

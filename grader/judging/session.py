@@ -22,18 +22,18 @@ import pytest
 from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
-from grader import containment, outcomes
-from grader.catalogue import Kata
-from grader.expect import Expect, MissingFunction
-from grader.results import CheckResult, GradeResult
-from grader.run import sandbox
+from grader.content.catalogue import Kata
+from grader.judging import outcomes
+from grader.judging.expect import Expect, MissingFunction
+from grader.judging.targets import load_module, target_source
+from grader.report.results import CheckResult, GradeResult
+from grader.run import containment, sandbox
 from grader.run.judge import Contestant, FileBox, KnownHang, Stopped, Zygote
 from grader.run.limits import NO_LIMITS, Limits
-from grader.targets import load_module, target_source
 
 OUTCOME_KEY = "kata_outcome"
 FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
-SHARED_ZYGOTE: Zygote | None = None  # a warm process a batch worker keeps across files (grader.batch)
+SHARED_ZYGOTE: Zygote | None = None  # a warm process a batch worker keeps across files (grader.classroom.batch)
 SHARED_CGROUP: containment.Box | None = None  # the batch worker's cgroup box for the file being graded
 SANDBOX_CHOICES = ("auto", "on", "off")
 
@@ -87,8 +87,8 @@ class KataSession:
         if self.sandboxed and isinstance(spec, Path):  # its copy, as the contestant sees it
             self.learner_file = f"{sandbox.WORK}/{spec.name}"
         self.reference = load_module(kata.solution(), f"<reference {kata.slug}>", f"kata_reference_{kata.slug}")
-        if against:  # the checks' expected values come from TRL where it has the function (grader.trl_oracle)
-            from grader.trl_oracle import oracle_module
+        if against:  # the checks' expected values come from TRL where it has the function (grader.oracles.trl_oracle)
+            from grader.oracles.trl_oracle import oracle_module
 
             self.reference = oracle_module(self.reference, kata.slug)
         self.variants = {item.id: kata.variant(item.id) for item in kata.misconceptions}
@@ -118,12 +118,12 @@ class KataSession:
     def _work(self) -> Path:
         """The folder the file's box starts from: the copy of the student's folder."""
         if SHARED_ZYGOTE is not None or self.drop is None:
-            return Path.cwd()  # grader.batch's scratch copy, or `kata check`'s scratch folder
+            return Path.cwd()  # grader.classroom.batch's scratch copy, or `kata check`'s scratch folder
         work = self.drop / "file"
         if not work.exists():
             work.mkdir()
             if isinstance(self.spec, Path):
-                from grader.batch import copy_folder
+                from grader.classroom.batch import copy_folder
 
                 copy_folder(self.spec.resolve().parent, work, self.spec.stem)
                 if self.spec.name != f"{self.spec.stem}.py" or not (work / self.spec.name).exists():

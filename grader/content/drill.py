@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from grader import render
-from grader.catalogue import DIFFICULTIES
+from grader.content import render
+from grader.content.catalogue import DIFFICULTIES
 
 LEVELS = dict(zip(DIFFICULTIES, (0.15, 0.35, 0.70)))  # the share of positions blanked
 SMALL_EXPRESSION = 30  # characters, at most

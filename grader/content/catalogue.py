@@ -17,9 +17,9 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import NamedTuple
 
-from grader import render
+from grader.content import render
 
-KATAS_DIR = Path(__file__).resolve().parent.parent / "katas"
+KATAS_DIR = Path(__file__).resolve().parents[2] / "katas"
 LANGUAGES = ("en", "zh")
 DIFFICULTIES = ("easy", "medium", "hard")
 

@@ -2,14 +2,14 @@
 
 Inert unless `--kata` is given. Then it collects the kata's checks (unless test paths were
 named), runs them here, in the judge, with the module under test in contestant processes (see
-grader.session and grader.run), and can write the result as JSON:
+grader.judging.session and grader.run), and can write the result as JSON:
 
     pytest --kata group_advantages --kata-file kata_workspace/group_advantages.py
     pytest --kata grpo_loss --kata-target misconception:old_not_detached --kata-report out.json
 
 Checks receive three fixtures: `learner` (the module under test, a grader.run.judge.Contestant:
 a fresh process per check, every call crossing as data), `reference` (the reference module, in
-this process) and `expect` (see grader.expect), and say which TODO they grade with
+this process) and `expect` (see grader.judging.expect), and say which TODO they grade with
 `@pytest.mark.todo(N)`.
 """
 
@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from grader import DEFAULT_TIMEOUT
-from grader.against import TRL_VERSION, AgainstError, TrlUnavailable, require
-from grader.catalogue import UnknownKata, get_kata
-from grader.expect import Expect
-from grader.names import json_text
+from grader.classroom.names import json_text
+from grader.content.catalogue import UnknownKata, get_kata
+from grader.files import atomic_write
+from grader.judging.expect import Expect
+from grader.judging.session import SANDBOX_CHOICES, KataSession, SandboxUnavailable, use_sandbox
+from grader.judging.targets import BUILTIN_TARGETS, TargetError
+from grader.oracles.against import TRL_VERSION, AgainstError, TrlUnavailable, require
 from grader.run.limits import Limits
-from grader.session import SANDBOX_CHOICES, KataSession, SandboxUnavailable, use_sandbox
-from grader.targets import BUILTIN_TARGETS, TargetError
-from grader.workspace import atomic_write
 
 SESSION = pytest.StashKey[KataSession]()
 
@@ -177,5 +177,5 @@ def reference(request: pytest.FixtureRequest):
 
 @pytest.fixture
 def expect(learner, reference) -> Expect:
-    """Comparisons of `learner` against `reference` (see grader.expect)."""
+    """Comparisons of `learner` against `reference` (see grader.judging.expect)."""
     return Expect(learner, reference)

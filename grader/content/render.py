@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-REFERENCE_DIR = Path(__file__).resolve().parent.parent / "reference"
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "reference"
 
 _START = re.compile(r"^(?P<indent>[ \t]*)# TODO (?P<number>\d+)\b.*$")
 _END = re.compile(r"^[ \t]*# END TODO (?P<number>\d+)\s*$")

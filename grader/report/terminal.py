@@ -11,11 +11,11 @@ from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from grader.against import TRL_VERSION
-from grader.catalogue import Kata, localized
-from grader.i18n import phrase
-from grader.results import CheckResult, GradeResult
-from grader.styles import SYMBOL
+from grader.content.catalogue import Kata, localized
+from grader.content.i18n import phrase
+from grader.oracles.against import TRL_VERSION
+from grader.report.results import CheckResult, GradeResult
+from grader.report.styles import SYMBOL
 
 NOT_IMPLEMENTED = re.compile(r"not implemented yet: TODO (\d+)")
 DETAILED = 2  # failing checks shown in full per TODO (the rest: one line each)

@@ -7,7 +7,7 @@ or "misconception:<id>".
 
 from pathlib import Path
 
-from grader.catalogue import Kata
+from grader.content.catalogue import Kata
 from grader.run.source import load_module  # noqa: F401  (the judge loads the reference the same way)
 
 BUILTIN_TARGETS = ("reference", "template")

@@ -1,7 +1,7 @@
 """`kata check SLUG --against trl`: which katas TRL can grade, and whether the pinned TRL is there.
 
 Light on purpose (no torch, no trl import): the `kata` process asks it before spawning the grader.
-The TRL-backed functions themselves are in grader.trl_oracle.
+The TRL-backed functions themselves are in grader.oracles.trl_oracle.
 """
 
 from importlib import metadata

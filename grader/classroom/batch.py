@@ -9,9 +9,9 @@ grader's own source and the limits. `force` regrades everything.
 One file (`grade_file`, in a pool worker): the student's folder is copied (regular files only,
 links not followed) to a scratch folder that becomes the cwd, HOME and TMPDIR; the worker forks a
 judge that runs, in-process, the same pytest run `kata check` starts
-(grader.grading.pytest_arguments). The learner's code runs only in contestants, forked by the
+(grader.run.grading.pytest_arguments). The learner's code runs only in contestants, forked by the
 worker's warm contestant process (grader.run), each with a memory and a process limit, and each
-entering the file's containment box (grader.containment) before anything else. Workers import
+entering the file's containment box (grader.run.containment) before anything else. Workers import
 torch and pytest once and keep their warm process, so a file costs forks, not Python starts. The
 report goes to a second private folder with a random name; the worker kills the box before it
 reads the report, checks it, and turns every other ending into a result with a reason.
@@ -35,13 +35,15 @@ from functools import cache
 from multiprocessing import get_context
 from pathlib import Path
 
-from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, catalogue, containment, run_limit
-from grader.results import STATUSES, GradeResult
+from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, run_limit
+from grader.content import catalogue
+from grader.report.results import STATUSES, GradeResult
+from grader.run import containment
 
 RECORD_VERSION = 1
 COPY_LIMIT_BYTES = 20 * 2**20  # what a student's folder may bring along to the scratch copy
 COPY_LIMIT_FILES = 500
-GRADER_DIR = Path(__file__).resolve().parent
+GRADER_DIR = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,9 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
     """The students (sub-folders of `root`) and their kata files; `slugs` limits the katas.
 
     Any folder or file name is data: the roster's students, strays and ignored entries, and each
-    Job's student, are display names (grader.names.display_name); Job.folder is the real path.
+    Job's student, are display names (grader.classroom.names.display_name); Job.folder is the real path.
     """
-    from grader.names import display_name
+    from grader.classroom.names import display_name
 
     if not root.is_dir():
         raise BatchError(f"{display_name(str(root))} is not a folder of student folders")
@@ -150,7 +152,7 @@ def digest(folder: Path, slug: str, settings: Settings, files: list[str]) -> str
 @cache
 def _grader_digest() -> str:
     hasher = hashlib.sha256()
-    for path in sorted(GRADER_DIR.glob("*.py")):
+    for path in sorted(GRADER_DIR.rglob("*.py")):
         hasher.update(path.read_bytes())
     return hasher.hexdigest()[:16]
 
@@ -170,7 +172,7 @@ def _kata_digest(slug: str) -> str:
 
 def record_path(out: Path, student: str, slug: str) -> Path:
     """OUT/results/STUDENT/SLUG.json; `student` is a display name, one folder per student (names.file_name)."""
-    from grader.names import file_name
+    from grader.classroom.names import file_name
 
     return out / "results" / file_name(student) / f"{slug}.json"
 
@@ -186,8 +188,8 @@ def load_record(out: Path, job: Job) -> dict | None:
 
 
 def save_record(out: Path, record: dict) -> None:
-    from grader.names import json_text
-    from grader.workspace import atomic_write
+    from grader.classroom.names import json_text
+    from grader.files import atomic_write
 
     atomic_write(record_path(out, record["student"], record["kata"]), json_text(record))
 
@@ -265,7 +267,7 @@ def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
 
 
 def _warm_imports(slug: str) -> list[str]:
-    from grader.session import warm_imports
+    from grader.judging.session import warm_imports
 
     return warm_imports(catalogue.get_kata(slug))
 
@@ -278,8 +280,8 @@ def warm(settings: Settings, imports: list[str]) -> None:
     import _pytest.config  # noqa: F401
     import torch  # noqa: F401
 
-    import grader.plugin  # noqa: F401
-    from grader import session
+    import grader.judging.plugin  # noqa: F401
+    from grader.judging import session
     from grader.run.judge import Zygote
     from grader.run.limits import Limits
 
@@ -295,8 +297,8 @@ def warm(settings: Settings, imports: list[str]) -> None:
 
 def grade_file(job: Job) -> dict:
     """Grade one student's kata file in a scratch copy of their folder, inside a box; never raises for the file's sake."""
-    from grader.grading import pytest_arguments
     from grader.run.child import last_line
+    from grader.run.grading import pytest_arguments
 
     start = time.perf_counter()
     kata = catalogue.get_kata(job.slug)
@@ -333,7 +335,7 @@ def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Setting
     Returns (why it ended without a result, if it did so abnormally, else "") and the peak resident
     memory of the judge in KiB.
     """
-    from grader import session
+    from grader.judging import session
     from grader.run.child import run_judge
 
     box = containment.Box(settings.max_tasks, settings.memory_mb)

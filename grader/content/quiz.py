@@ -19,8 +19,8 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader import render
-from grader.catalogue import KATAS_DIR, localized
+from grader.content import render
+from grader.content.catalogue import KATAS_DIR, localized
 
 KINDS = ("choice", "number")
 

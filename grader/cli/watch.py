@@ -10,11 +10,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grader import catalogue
-from grader.catalogue import Kata
-from grader.grading import GradingError, run_checks
-from grader.report import build_report
-from grader.workspace import Workspace
+from grader.cli.workspace import Workspace
+from grader.content import catalogue
+from grader.content.catalogue import Kata
+from grader.report.terminal import build_report
+from grader.run.grading import GradingError, run_checks
 
 
 def watch_workspace(

@@ -1,8 +1,8 @@
 """`kata list`: each kata's row (title, difficulty, status, last check, best drill scores) and
 the next step."""
 
-from grader.catalogue import DIFFICULTIES, Kata, localized
-from grader.workspace import Workspace
+from grader.cli.workspace import Workspace
+from grader.content.catalogue import DIFFICULTIES, Kata, localized
 
 STATUS_STYLE = {"passed": "passed", "in progress": "timeout", "not started": "muted"}
 

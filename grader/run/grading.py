@@ -7,12 +7,12 @@ import tempfile
 from pathlib import Path
 
 from grader import DEFAULT_TIMEOUT, run_limit
-from grader.catalogue import Kata
-from grader.results import GradeResult
+from grader.content.catalogue import Kata
+from grader.report.results import GradeResult
 from grader.run.child import last_line, run_judge
 from grader.run.limits import NO_LIMITS, Limits
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class GradingError(RuntimeError):
@@ -26,7 +26,7 @@ def pytest_arguments(
     arguments = [
         str(kata.checks_path),
         "-p",
-        "grader.plugin",
+        "grader.judging.plugin",
         "-p",
         "no:cacheprovider",
         "-q",

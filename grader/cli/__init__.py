@@ -1,0 +1,75 @@
+"""The `kata` command: thin click commands over the catalogue, the workspace and the grader.
+
+Exit status: 0 success; 1 checks failed or the action was refused; 2 usage error.
+`list`, `start`, `hint`, `show`, `solution`, `reset` and `drill` (but for its --check) never import torch.
+
+- learner: `kata list`, `start`, `check`, `hint`, `solution`, `reset`, `show`, `quiz`, `watch`;
+- drill: `kata drill`; grade: `kata grade`; `kata lab` is gpu_labs.cli's;
+- options: the SLUG argument and the options the commands share;
+- listing, watch: what `kata list` shows and the loop of `kata watch`;
+- workspace: the learner's state (kata files, progress, backups).
+The consoles they print through are grader.report.console's.
+"""
+
+import click
+
+from gpu_labs.cli import lab
+from grader.cli import drill, grade, learner
+from grader.report.console import errors
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="post-training-katas", prog_name="kata")
+def cli():
+    """Post-Training Katas: learn the math of LLM post-training by writing it.
+
+    \b
+    kata list                 the katas, in learning order, with your progress
+    kata start group_advantages
+    kata check group_advantages
+    kata hint group_advantages
+    """
+
+
+for command in (
+    learner.list_command,
+    learner.start,
+    learner.check,
+    learner.hint,
+    learner.solution,
+    learner.reset,
+    learner.show,
+    learner.quiz,
+    learner.watch,
+    drill.drill,
+    grade.grade,
+    lab,  # `kata lab ...` (gpu_labs/cli.py)
+):
+    cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the command; turn usage errors into one line and status 2."""
+    try:
+        status = cli.main(args=argv, prog_name="kata", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as error:
+        click.echo(error.ctx.get_help())
+        return 0
+    except click.UsageError as error:
+        command = error.ctx.command_path if error.ctx else "kata"
+        errors.print(
+            f"{command}: error: {error.format_message()}  (see `{command} --help`)", style="error", markup=False
+        )
+        return 2
+    except click.exceptions.Exit as exit_:
+        return exit_.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        errors.print("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except OSError as error:  # e.g. a workspace path that is a file, or no permission
+        where = f": {error.filename}" if error.filename else ""
+        errors.print(f"kata: error: {error.strerror or error}{where}", style="error", markup=False)
+        return 1
+    return status if isinstance(status, int) else 0

@@ -1,0 +1,186 @@
+"""`kata drill`: type a kata's reference back with some of its code blanked, in the terminal or in
+a drill file graded with --check (the drills themselves: grader.content.drill)."""
+
+from contextlib import nullcontext
+from pathlib import Path
+
+import click
+
+from grader.cli.options import SLUG, _flush_warnings, _workspace, lang_option, timeout_option, workspace_option
+from grader.cli.workspace import Workspace
+from grader.content.catalogue import Kata
+from grader.content.i18n import pick_language
+from grader.report.console import console, errors
+
+
+@click.command()
+@click.argument("kata", type=SLUG)
+@click.option(
+    "--level",
+    type=click.Choice(["easy", "medium", "hard"]),
+    help="Blank 15%, 35% or 70% of the positions (default: medium).",
+)
+@click.option("--blanks", type=click.IntRange(min=1), help="Blank exactly N positions (instead of a level).")
+@click.option(
+    "--ratio",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="Blank this share of the positions (instead of a level).",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), help="Choose the blanks with this seed (default: a random one, shown)."
+)
+@click.option("--function", "function", metavar="NAME", help="Blank only the TODO code of this function.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a drill file here (default when not in a terminal: WORKSPACE/drills/SLUG.drill.py).",
+)
+@click.option(
+    "--check",
+    "check_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Grade a filled drill file.",
+)
+@click.option("-i", "--interactive", is_flag=True, help="Ask in the terminal even when output is not one.")
+@click.option("--force", is_flag=True, help="Replace an existing drill file (the old one is kept as a backup).")
+@workspace_option
+@timeout_option
+@lang_option
+def drill(
+    kata: Kata,
+    level: str | None,
+    blanks: int | None,
+    ratio: float | None,
+    seed: int | None,
+    function: str | None,
+    out: Path | None,
+    check_path: Path | None,
+    interactive: bool,
+    force: bool,
+    workspace_dir: Path,
+    timeout: float,
+    lang: str | None,
+) -> int:
+    """Type the reference of KATA back with some of its code blanked.
+
+    \b
+    In a terminal, each numbered blank is asked and judged at once; otherwise (or with --out) a
+    drill file is written, with blanks __1__, __2__, ...; fill them in, then grade the file with
+    --check: blank by blank against the reference, and by the kata's own checks.
+    Your kata file is never touched.
+    """
+    from grader.content import drill as drills
+
+    workspace = _workspace(workspace_dir)
+    settings = {"--level": level, "--blanks": blanks, "--ratio": ratio, "--seed": seed, "--function": function}
+    given = [name for name, value in settings.items() if value is not None]
+    if check_path is not None:
+        given += [name for name, value in (("--out", out), ("--interactive", interactive or None)) if value]
+        if given:
+            raise click.UsageError(f"--check reads the drill's settings from its file; drop {', '.join(given)}")
+        return _check_drill(kata, check_path, workspace, timeout, pick_language(lang))
+    counts = [name for name in given if name in ("--level", "--blanks", "--ratio")]
+    if len(counts) > 1:
+        raise click.UsageError(f"give one of --level, --blanks and --ratio, not {' and '.join(counts)}")
+    if seed is None:
+        import random
+
+        seed = random.SystemRandom().randrange(1_000_000)
+    label = None if blanks is not None or ratio is not None else level or "medium"
+    try:
+        exercise = drills.make_drill(kata.slug, seed, label, blanks, ratio, function)
+    except drills.DrillError as error:
+        raise click.BadParameter(str(error), param_hint="--function") from None
+    console.print(
+        f"{kata.slug}: {len(exercise.candidates)} positions are blankable; {len(exercise.blanks)} blanked "
+        f"(--seed {seed}{f', level {label}' if label else ''})"
+    )
+    if interactive or (out is None and console.is_terminal):
+        import time
+
+        score = drills.ask(exercise, console.input, console, time.monotonic)
+        if label and not score.stopped:
+            _record_drill(workspace, kata.slug, label, score.right, score.total)
+        return 0 if score.right == score.total and not score.stopped else 1
+    return _write_drill(exercise, out or workspace.drill_file(kata.slug), workspace, force)
+
+
+def _write_drill(exercise, path: Path, workspace: Workspace, force: bool) -> int:
+    """Write a drill file; an existing one is replaced only with --force, and kept as a backup."""
+    from grader.files import atomic_write
+
+    if path.resolve() == workspace.kata_file(exercise.slug).resolve():
+        errors.print(f"kata: {path} is your kata file; a drill never touches it.", style="warning")
+        return 1
+    if path.exists() and not force:
+        errors.print(
+            f"kata: {path} already exists; nothing was changed (--force replaces it, with a backup).", style="warning"
+        )
+        return 1
+    backup = workspace.keep_backup(path, f"{exercise.slug}.drill") if path.exists() else None
+    atomic_write(path, exercise.file_text())
+    console.print(
+        f"[passed]✓[/] wrote [code]{path}[/]" + (f"  (the old one is in [code]{backup}[/])" if backup else "")
+    )
+    console.print(f"Fill in each __N__, then: [code]kata drill {exercise.slug} --check {path}[/]")
+    return 0
+
+
+def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, lang: str) -> int:
+    """Grade a filled drill file blank by blank, then with the kata's checks; report both."""
+    import tempfile
+
+    from rich.text import Text
+
+    from grader.content import drill as drills
+    from grader.report.terminal import build_report
+    from grader.run.grading import GradingError, run_checks
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        exercise = drills.drill_from_file(text)
+    except drills.DrillError as error:
+        raise click.BadParameter(str(error), param_hint="--check") from None
+    if exercise.slug != kata.slug:
+        raise click.BadParameter(f"{path} is a drill of {exercise.slug}, not {kata.slug}", param_hint="--check")
+    answers = drills.answers_in(exercise, text)
+    try:
+        with tempfile.TemporaryDirectory(prefix="kata-drill-") as scratch:
+            filled = Path(scratch) / f"{kata.slug}.py"
+            filled.write_text(text, encoding="utf-8")
+            with console.status(f"checking {path} …") if console.is_terminal else nullcontext():
+                result = run_checks(kata, filled, timeout)
+    except GradingError as error:
+        errors.print(f"kata: {error}", style="error")
+        return 1
+    checks_pass = result.failed == 0 and bool(result.checks)
+    if answers is None:
+        console.print(
+            Text(
+                "The text outside the blanks was changed, so the blanks cannot be compared one by one.", style="warning"
+            )
+        )
+    else:
+        verdicts = drills.judge_blanks(exercise, answers, checks_pass)
+        console.print(drills.verdicts_view(verdicts))
+        right = sum(verdict.status == "right" for verdict in verdicts)
+        if exercise.level:
+            _record_drill(workspace, kata.slug, exercise.level, right, len(exercise.blanks))
+    if checks_pass:
+        console.print(Text(f"✓ the filled file passes all {result.passed} checks of {kata.slug}", style="passed"))
+    else:
+        console.print(build_report(result, kata, lang, str(path)))
+    filled_in = answers is not None and not any(drills.PLACEHOLDER.fullmatch(answer) for answer in answers)
+    return 0 if checks_pass and filled_in else 1
+
+
+def _record_drill(workspace: Workspace, slug: str, level: str, right: int, total: int) -> None:
+    """Keep the best drill score of this level in the progress file."""
+    from datetime import datetime
+
+    from grader.content.drill import best_scores
+
+    record = workspace.progress().get(slug, {})
+    when = datetime.now().astimezone().isoformat(timespec="seconds")
+    workspace.update(slug, drill=best_scores(record.get("drill"), level, right, total, when))
+    _flush_warnings(workspace)

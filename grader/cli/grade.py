@@ -1,0 +1,104 @@
+"""`kata grade`: grade a class (the grading itself: grader.classroom)."""
+
+import os
+from pathlib import Path
+
+import click
+
+from grader import DEFAULT_MEMORY_MB
+from grader.cli.options import lang_option, timeout_option
+from grader.content import catalogue
+from grader.content.i18n import pick_language
+from grader.report.console import console, errors
+
+
+@click.command()
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--katas", "kata_names", metavar="A,B", help="Grade only these katas (default: every kata handed in).")
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=lambda: os.cpu_count() or 1, help="Files graded at once."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("grades"),
+    show_default=True,
+    help="Folder for grades.csv, grades.json, junit/ and the per-file results.",
+)
+@timeout_option
+@click.option(
+    "--memory",
+    type=click.IntRange(min=16),
+    default=DEFAULT_MEMORY_MB,
+    show_default=True,
+    help="Memory each check may add, in MB.",
+)
+@click.option("--force", is_flag=True, help="Grade every file again, even those graded before and unchanged.")
+@click.option(
+    "--no-sandbox",
+    "no_sandbox",
+    is_flag=True,
+    help="Run the files' code outside the OS sandbox (bwrap); said in the output, grades.json and JUnit.",
+)
+@lang_option
+def grade(
+    submissions: Path,
+    kata_names: str | None,
+    workers: int,
+    out: Path,
+    timeout: float,
+    memory: int,
+    force: bool,
+    no_sandbox: bool,
+    lang: str | None,
+) -> int:
+    """Grade a class: SUBMISSIONS holds one folder per student, each with any number of kata files.
+
+    \b
+    Each file is graded with the checks of `kata check`, in a scratch copy of its folder, with a
+    time and a memory limit per check; results are saved as each file finishes, so a rerun grades
+    only what is new or changed. Writes OUT/grades.csv, OUT/grades.json and OUT/junit/STUDENT.xml.
+    """
+    from grader.classroom import batch, gradesheet
+    from grader.classroom.names import display_name
+
+    slugs = None
+    if kata_names is not None:
+        slugs = [name.strip() for name in kata_names.split(",") if name.strip()]
+        if not slugs:
+            raise click.BadParameter("name at least one kata", param_hint="--katas")
+        for name in slugs:
+            try:
+                catalogue.get_kata(name)
+            except catalogue.UnknownKata as error:
+                raise click.BadParameter(str(error), param_hint="--katas") from None
+    from grader.run import sandbox
+
+    why = None if no_sandbox else sandbox.problem()
+    if why:
+        errors.print(f"kata: cannot grade in the sandbox: {why}; or pass --no-sandbox", style="error", markup=False)
+        return 1
+    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox)
+    try:
+        roster = batch.discover(submissions, slugs, settings, exclude=(out,))
+    except batch.BatchError as error:
+        raise click.UsageError(str(error)) from None
+    if not roster.students:
+        errors.print(
+            f"kata: no student folders in {display_name(str(submissions))}; nothing to grade.",
+            style="warning",
+            markup=False,
+        )
+        return 1
+    from grader.report.styles import progress_bar
+
+    if no_sandbox:
+        console.print("grading without the sandbox (--no-sandbox): the files' code runs as you", style="warning")
+    with progress_bar(console.rich(), "grading", len(roster.jobs), remaining=True) as advance:
+        run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
+    sheet = gradesheet.build_sheet(roster, run.records)
+    gradesheet.write_sheet(sheet, out)
+    wrote = ", ".join(display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit"))
+    console.print(f"graded {run.graded}, unchanged {run.reused}; wrote {wrote}", style="muted", markup=False)
+    console.print(gradesheet.build_summary(sheet, pick_language(lang)))
+    return 0

@@ -1,0 +1,234 @@
+"""The learner's commands: `kata list`, `start`, `check`, `hint`, `solution`, `reset`, `show`,
+`quiz` and `watch`."""
+
+import json
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import click
+
+from grader.cli.options import SLUG, _flush_warnings, _workspace, lang_option, timeout_option, workspace_option
+from grader.cli.workspace import WorkspaceRefusal
+from grader.content import catalogue
+from grader.content.catalogue import Kata
+from grader.content.i18n import pick_language
+from grader.oracles.against import ORACLES, TRL_VERSION
+from grader.report.console import console, errors
+
+
+@click.command("list")
+@workspace_option
+@lang_option
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def list_command(workspace_dir: Path, lang: str | None, as_json: bool) -> int:
+    """Every kata in learning order, with your status and what to do next."""
+    from grader.cli.listing import listing_rows, plain_listing
+
+    workspace = _workspace(workspace_dir)
+    rows = listing_rows(catalogue.all_katas(), workspace, pick_language(lang))
+    _flush_warnings(workspace)
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+    elif not sys.stdout.isatty():
+        click.echo(plain_listing(rows))
+    else:
+        from grader.cli.listing import build_listing
+
+        console.print(build_listing(rows))
+    return 0
+
+
+@click.command()
+@click.argument("kata", type=SLUG)
+@workspace_option
+@lang_option
+def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
+    """Write the blank exercise for KATA to WORKSPACE/KATA.py (never overwrites)."""
+    workspace = _workspace(workspace_dir)
+    lang = pick_language(lang)
+    try:
+        path = workspace.create(kata.slug, kata.template(lang))
+    except WorkspaceRefusal as refusal:
+        errors.print(f"kata: {refusal}", style="warning")
+        return 1
+    progress = workspace.progress()
+    _flush_warnings(workspace)
+    console.print(f"[passed]✓[/] wrote [code]{path}[/]  ({len(kata.todos)} TODOs)")
+    pending = [slug for slug in kata.prerequisites if not progress.get(slug, {}).get("passed_at")]
+    if pending:
+        console.print(f"[warning]tip:[/] this kata builds on {', '.join(pending)}, not passed yet.")
+    console.print(f"Read the lesson: [code]kata show {kata.slug}[/]   Then: [code]kata check {kata.slug}[/]")
+    return 0
+
+
+@click.command()
+@click.argument("kata", type=SLUG)
+@workspace_option
+@click.option(
+    "--file",
+    "file_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Grade this file instead of the workspace's.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("-v", "--verbose", is_flag=True, help="Show every failing check in full.")
+@click.option(
+    "--against",
+    type=click.Choice(ORACLES),
+    help=f"Take expected values from TRL {TRL_VERSION}'s own code where it has the function (needs trl installed).",
+)
+@timeout_option
+@lang_option
+def check(
+    kata: Kata,
+    workspace_dir: Path,
+    file_path: Path | None,
+    as_json: bool,
+    verbose: bool,
+    against: str | None,
+    timeout: float,
+    lang: str | None,
+) -> int:
+    """Grade your file for KATA: each check runs in its own process, with a time limit."""
+    from grader.oracles.against import AgainstError, require
+    from grader.report.terminal import build_report
+    from grader.run.grading import GradingError, run_checks
+
+    if against:
+        try:
+            require(against, kata.slug)
+        except AgainstError as error:
+            if error.status == 2:
+                raise click.UsageError(str(error)) from None
+            errors.print(f"kata: {error}", style="error")
+            return 1
+    workspace = _workspace(workspace_dir)
+    path = file_path or workspace.kata_file(kata.slug)
+    if not path.is_file():
+        hint = "" if file_path else f" Run `kata start {kata.slug}` first."
+        errors.print(f"kata: no file to grade at {path}.{hint}", style="warning")
+        return 1
+    try:
+        with console.status(f"checking {path} …") if console.is_terminal and not as_json else nullcontext():
+            result = run_checks(kata, path, timeout, against=against)
+    except GradingError as error:
+        errors.print(f"kata: {error}", style="error")
+        return 1
+    if file_path is None and not against:  # progress counts the kata's own grading only
+        workspace.record_check(kata.slug, result)
+        _flush_warnings(workspace)
+    if as_json:
+        data = result.to_json()
+        data.pop("matches")
+        click.echo(json.dumps(data, ensure_ascii=False, indent=1))
+    else:
+        console.print(build_report(result, kata, pick_language(lang), str(path), verbose))
+    return 0 if result.failed == 0 and result.checks else 1
+
+
+@click.command()
+@click.argument("kata", type=SLUG)
+@click.option("--todo", "todo_number", type=int, help="The TODO to get a hint for (default: the first failing one).")
+@workspace_option
+@lang_option
+def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | None) -> int:
+    """Show one more hint for a TODO of KATA each time it is run."""
+    from grader.content.hints import next_hint
+
+    workspace = _workspace(workspace_dir)
+    numbers = [todo.number for todo in kata.todos]
+    if todo_number is not None and todo_number not in numbers:
+        raise click.BadParameter(f"{kata.slug} has TODOs {', '.join(map(str, numbers))}", param_hint="--todo")
+    console.print(next_hint(kata, workspace, todo_number, pick_language(lang)))
+    _flush_warnings(workspace)
+    return 0
+
+
+@click.command()
+@click.argument("kata", type=SLUG)
+@click.option("--force", is_flag=True, help="Show it even though the kata is not passed yet.")
+@workspace_option
+def solution(kata: Kata, force: bool, workspace_dir: Path) -> int:
+    """Print the reference solution of KATA (once you have passed it)."""
+    workspace = _workspace(workspace_dir)
+    status = workspace.status(kata.slug)
+    _flush_warnings(workspace)
+    if not force and status != "passed":
+        errors.print(
+            f"kata: {kata.slug} is not passed yet; the solution opens once `kata check {kata.slug}` passes (or use --force).",
+            style="warning",
+        )
+        return 1
+    if console.is_terminal:
+        from rich.syntax import Syntax
+
+        console.print(Syntax(kata.solution(), "python", line_numbers=True))
+    else:
+        click.echo(kata.solution(), nl=False)
+    return 0
+
+
+@click.command()
+@click.argument("kata", type=SLUG)
+@workspace_option
+@lang_option
+def reset(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
+    """Start KATA over from the blank exercise; your current file is kept as a backup."""
+    workspace = _workspace(workspace_dir)
+    backup = workspace.reset(kata.slug, kata.template(pick_language(lang)))
+    _flush_warnings(workspace)
+    if backup:
+        console.print(
+            f"[passed]✓[/] {workspace.kata_file(kata.slug)} is blank again; your previous file is in [code]{backup}[/]"
+        )
+    else:
+        console.print(f"[passed]✓[/] wrote a blank [code]{workspace.kata_file(kata.slug)}[/]")
+    return 0
+
+
+@click.command()
+@click.argument("kata", type=SLUG)
+@lang_option
+def show(kata: Kata, lang: str | None) -> int:
+    """Print the lesson of KATA."""
+    text = kata.lesson(pick_language(lang))
+    if console.is_terminal:
+        from rich.markdown import Markdown
+
+        console.print(Markdown(text))
+    else:
+        click.echo(text, nl=False)
+    return 0
+
+
+@click.command()
+@click.argument("kata", type=SLUG)
+@lang_option
+def quiz(kata: Kata, lang: str | None) -> int:
+    """Ask the concept questions of KATA one by one; each answer is graded and explained."""
+    from grader.content import quiz as quizzes
+
+    if not quizzes.has_quiz(kata.slug):
+        others = ", ".join(k.slug for k in catalogue.all_katas() if quizzes.has_quiz(k.slug)) or "none yet"
+        errors.print(f"kata: {kata.slug} has no quiz questions (katas with a quiz: {others}).", style="warning")
+        return 1
+    result = quizzes.ask(quizzes.load_questions(kata.slug), pick_language(lang), console.input, console)
+    return 0 if result.perfect else 1
+
+
+@click.command()
+@click.argument("kata", type=SLUG, required=False)
+@workspace_option
+@timeout_option
+@click.option("--poll", is_flag=True, help="Poll for changes (for file systems that send no events).")
+@lang_option
+def watch(kata: Kata | None, workspace_dir: Path, timeout: float, poll: bool, lang: str | None) -> int:
+    """Re-check a kata file every time you save it (all katas in the workspace by default)."""
+    from grader.cli.watch import watch_workspace
+
+    workspace = _workspace(workspace_dir)
+    if not workspace.root.is_dir():
+        errors.print(f"kata: no workspace at {workspace.root}. Run `kata start SLUG` first.", style="warning")
+        return 1
+    return watch_workspace(workspace, kata, timeout, poll, pick_language(lang), console)

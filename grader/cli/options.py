@@ -1,0 +1,74 @@
+"""What the `kata` commands share: the SLUG argument, the --workspace, --lang and --timeout options,
+and opening the workspace (its warnings printed on stderr)."""
+
+from pathlib import Path
+
+import click
+
+from grader import DEFAULT_TIMEOUT
+from grader.cli.workspace import DEFAULT_DIR, Workspace
+from grader.content import catalogue
+from grader.content.catalogue import Kata
+from grader.report.console import errors
+
+
+class KataSlug(click.ParamType):
+    """A kata's slug, resolved to its Kata; unknown names get a did-you-mean."""
+
+    name = "SLUG"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, Kata):
+            return value
+        try:
+            return catalogue.get_kata(value)
+        except catalogue.UnknownKata as error:
+            self.fail(str(error), param, ctx)
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(kata.slug) for kata in catalogue.all_katas() if kata.slug.startswith(incomplete)]
+
+
+SLUG = KataSlug()
+
+
+def workspace_option(command):
+    return click.option(
+        "--workspace",
+        "workspace_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_DIR,
+        envvar="KATA_WORKSPACE",
+        show_default=True,
+        help="Folder with your kata files (or set KATA_WORKSPACE).",
+    )(command)
+
+
+def lang_option(command):
+    return click.option(
+        "--lang",
+        type=click.Choice(["en", "zh"]),
+        help="Language: en or zh (default: KATA_LANG, then the locale, then English).",
+    )(command)
+
+
+def timeout_option(command):
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        help="Time limit of each check, in seconds.",
+    )(command)
+
+
+def _workspace(path: Path) -> Workspace:
+    return Workspace(path)
+
+
+def _flush_warnings(workspace: Workspace) -> None:
+    for warning in workspace.warnings:
+        errors.print(f"warning: {warning}", style="warning")
+    workspace.warnings.clear()
