@@ -302,7 +302,7 @@ def test_no_sandbox_is_said_in_the_output_the_json_and_each_junit_file(tmp_path)
 
 
 def test_leftover_boxes_of_killed_runs_are_cleaned_and_live_ones_kept():
-    from grader import containment
+    from grader.run import containment
 
     if not containment.available():
         pytest.skip("no writable cgroups here (not root, or no pids/memory controller)")
