@@ -892,7 +892,7 @@ def fake_grade(monkeypatch):
         calls.append((kata.slug, str(target)))
         return GradeResult(kata.slug, str(target), [CheckResult("stub", "stub", 1, "passed")])
 
-    monkeypatch.setattr("grader.cli.watch.grade", grade)
+    monkeypatch.setattr("grader.cli.watch.run_checks", grade)
     return calls
 
 

@@ -125,7 +125,9 @@ def junit_xml(student: str, row: dict) -> str:
         )
         if entry["status"] == "graded":  # whether the file's code ran in the OS sandbox (--no-sandbox: false)
             properties = ElementTree.SubElement(suite, "properties")
-            ElementTree.SubElement(properties, "property", name="sandboxed", value=str(entry["sandboxed"]).lower())
+            ElementTree.SubElement(
+                properties, "property", name="sandboxed", value=str(entry.get("sandboxed", False)).lower()
+            )
         for case in cases:
             node = ElementTree.SubElement(suite, "testcase", classname=f"{_xml(student)}.{slug}", name=case["name"])
             if case["status"] != "passed":
