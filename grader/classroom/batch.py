@@ -267,7 +267,7 @@ def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
 
 
 def _warm_imports(slug: str) -> list[str]:
-    from grader.judging.session import warm_imports
+    from grader.judging.targets import warm_imports
 
     return warm_imports(catalogue.get_kata(slug))
 

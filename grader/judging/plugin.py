@@ -13,6 +13,7 @@ this process) and `expect` (see grader.judging.expect), and say which TODO they 
 `@pytest.mark.todo(N)`.
 """
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,13 +22,12 @@ from grader import DEFAULT_TIMEOUT
 from grader.classroom.names import json_text
 from grader.content.catalogue import UnknownKata, get_kata
 from grader.files import atomic_write
-from grader.judging.expect import Expect
-from grader.judging.session import SANDBOX_CHOICES, KataSession, SandboxUnavailable, use_sandbox
-from grader.judging.targets import BUILTIN_TARGETS, TargetError
+from grader.judging.targets import BUILTIN_TARGETS, TargetError, warm_imports
 from grader.oracles.against import TRL_VERSION, AgainstError, TrlUnavailable, require
+from grader.run import sandbox, warm
 from grader.run.limits import Limits
 
-SESSION = pytest.StashKey[KataSession]()
+SESSION = pytest.StashKey[object]()  # the grader.judging.session.KataSession (imported late: it imports torch)
 
 HELP_KATA = "grade against the checks of kata SLUG (enables this plugin)"
 HELP_FILE = "the file to grade"
@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-memory", metavar="MB", type=int, help=HELP_MEMORY)
     group.addoption("--kata-processes", metavar="N", type=int, help=HELP_PROCESSES)
     group.addoption("--kata-against", metavar="ORACLE", help=HELP_AGAINST)
-    group.addoption("--kata-sandbox", choices=SANDBOX_CHOICES, default="auto", help=HELP_SANDBOX)
+    group.addoption("--kata-sandbox", choices=sandbox.CHOICES, default="auto", help=HELP_SANDBOX)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -68,6 +68,8 @@ def pytest_configure(config: pytest.Config) -> None:
     slug = config.getoption("kata")
     if not slug:
         return
+    from grader.judging import session
+
     try:
         limits = Limits(config.getoption("kata_memory"), config.getoption("kata_processes"))
         kata = get_kata(slug)
@@ -75,9 +77,17 @@ def pytest_configure(config: pytest.Config) -> None:
         if against:
             require(against, kata.slug)
         timeout = config.getoption("kata_timeout")
-        sandboxed = use_sandbox(config.getoption("kata_sandbox"))
-        config.stash[SESSION] = KataSession(kata, _target(config), timeout, limits, against, sandboxed)
-    except (UnknownKata, TargetError, AgainstError, TrlUnavailable, SandboxUnavailable) as error:
+        target = _target(config)
+        started = None
+        if session.SHARED_ZYGOTE is None:  # the warm process first: it imports torch while this one does
+            drop = (
+                Path(tempfile.mkdtemp(prefix="kata-drop-"))
+                if sandbox.choose(config.getoption("kata_sandbox"))
+                else None
+            )
+            started = (*warm.start(warm_imports(kata), drop), drop)
+        config.stash[SESSION] = session.KataSession(kata, target, timeout, limits, against, started)
+    except (UnknownKata, TargetError, AgainstError, TrlUnavailable, sandbox.Unavailable) as error:
         raise pytest.UsageError(str(error)) from None
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(config.stash[SESSION].kata.checks_path)]
@@ -153,7 +163,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     terminalreporter.write_line(f"kata: {result.passed} passed, {result.failed} failed")
 
 
-def _session(request: pytest.FixtureRequest) -> KataSession:
+def _session(request: pytest.FixtureRequest):
     kata_session = request.config.stash.get(SESSION, None)
     if kata_session is None:
         pytest.fail("kata checks need --kata SLUG and --kata-file PATH (or --kata-target)", pytrace=False)
@@ -176,6 +186,8 @@ def reference(request: pytest.FixtureRequest):
 
 
 @pytest.fixture
-def expect(learner, reference) -> Expect:
+def expect(learner, reference):
     """Comparisons of `learner` against `reference` (see grader.judging.expect)."""
+    from grader.judging.expect import Expect
+
     return Expect(learner, reference)

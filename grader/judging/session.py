@@ -11,10 +11,8 @@ processes (grader.run), a fresh one per check, spawned by a warm process started
   the same way (each variant, too, runs in a contestant of its own).
 """
 
-import ast
 import inspect
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from _pytest.runner import runtestprotocol
 from grader.content.catalogue import Kata
 from grader.judging import outcomes
 from grader.judging.expect import Expect, MissingFunction
-from grader.judging.targets import load_module, target_source
+from grader.judging.targets import load_module, target_source, warm_imports
 from grader.report.results import CheckResult, GradeResult
 from grader.run import containment, sandbox
 from grader.run.judge import Contestant, FileBox, KnownHang, Stopped, Zygote
@@ -35,29 +33,6 @@ OUTCOME_KEY = "kata_outcome"
 FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
 SHARED_ZYGOTE: Zygote | None = None  # a warm process a batch worker keeps across files (grader.classroom.batch)
 SHARED_CGROUP: containment.Box | None = None  # the batch worker's cgroup box for the file being graded
-SANDBOX_CHOICES = ("auto", "on", "off")
-
-
-class SandboxUnavailable(RuntimeError):
-    """The sandbox was required (`on`) and this machine cannot provide it; the message says why."""
-
-
-def use_sandbox(choice: str) -> bool:
-    """Whether to sandbox: `on` requires it (SandboxUnavailable when it cannot work), `auto` uses it
-    where it works, `off` never."""
-    if choice == "off":
-        return False
-    why = sandbox.problem()
-    if why and choice == "on":
-        raise SandboxUnavailable(why)
-    return why is None
-
-
-def warm_imports(kata: Kata) -> list[str]:
-    """The reference's top-level import statements, for the warm process to run once (so that a
-    contestant loading `from transformers import GPT2LMHeadModel` finds it imported already)."""
-    tree = ast.parse(kata.solution())
-    return [ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
 
 
 class KataSession:
@@ -68,14 +43,16 @@ class KataSession:
         timeout: float,
         limits: Limits = NO_LIMITS,
         against: str | None = None,
-        sandboxed: bool = False,
+        started: tuple | None = None,
     ):
-        self.drop: Path | None = None  # the folder the sandbox sees at /drop, when this session made one
+        """`started`: (process, control socket, drop folder or None) of the warm process the plugin
+        started before importing torch (grader.run.warm); without it, a batch worker's SHARED_ZYGOTE."""
+        self.drop: Path | None = None  # the folder the sandbox sees at /kata/drop, when this session made one
         if SHARED_ZYGOTE is not None:
             self.zygote = SHARED_ZYGOTE
-        else:  # first thing: the warm process imports torch while this one goes on
-            self.drop = Path(tempfile.mkdtemp(prefix="kata-drop-")) if sandboxed else None
-            self.zygote = Zygote.start(warm_imports(kata), limits, self.drop)
+        else:
+            process, control, self.drop = started
+            self.zygote = Zygote(process, control, warm_imports(kata), limits, self.drop)
         self.sandboxed = self.zygote.sandboxed
         self.file_box: FileBox | None = None
         self.cgroup: containment.Box | None = None
@@ -92,6 +69,7 @@ class KataSession:
 
             self.reference = oracle_module(self.reference, kata.slug)
         self.variants = {item.id: kata.variant(item.id) for item in kata.misconceptions}
+        self.variant_contestants: dict[str, Contestant] = {}
         self.load_error: str | None = None
         self.results: list[CheckResult] = []
         self.hung: set[str] = set()  # learner functions that already ran out of time
@@ -100,6 +78,9 @@ class KataSession:
 
     def close_file(self) -> None:
         """End the file's box: every process its code started is gone when this returns."""
+        for variant in self.variant_contestants.values():
+            variant.close()
+        self.variant_contestants = {}
         if self.file_box is not None:
             self.file_box.close()
             self.file_box = None
@@ -110,7 +91,7 @@ class KataSession:
     def close(self) -> None:
         self.close_file()
         if self.zygote is not SHARED_ZYGOTE:
-            self.zygote.close()
+            self.zygote.close(wait=False)  # it ends when its control socket closes; nothing of the file is left
         if self.drop is not None:
             shutil.rmtree(self.drop, ignore_errors=True)
 
@@ -222,12 +203,12 @@ class KataSession:
         """The variants whose run of this check raises the same kind of error with the same message."""
         names = inspect.signature(item.obj).parameters
         matches = []
-        for misconception_id, source in self.variants.items():
+        for misconception_id in self.variants:
             left = self.fingerprint_deadline - time.monotonic()
             if left <= 0:  # never let naming a mistake cost a timeout
                 break
             try:
-                variant = self.spawn(source, f"<misconception {misconception_id}>", left, set())
+                variant = self._variant(misconception_id, left)
             except (Stopped, KnownHang):
                 break
             values = dict(item.funcargs, learner=variant, expect=Expect(variant, self.reference))
@@ -238,9 +219,18 @@ class KataSession:
                     matches.append(misconception_id)
             except (Stopped, KnownHang):
                 pass
-            finally:
-                variant.close()
         return matches
+
+    def _variant(self, misconception_id: str, seconds: float) -> Contestant:
+        """The variant's contestant, kept for the file's later checks (the variants are the grader's
+        own deterministic code: one process each per file, not per check, keeps naming cheap)."""
+        variant = self.variant_contestants.get(misconception_id)
+        if variant is None or variant.pid is None:
+            source = self.variants[misconception_id]
+            variant = self.spawn(source, f"<misconception {misconception_id}>", seconds, set())
+            self.variant_contestants[misconception_id] = variant
+        variant.deadline = time.monotonic() + seconds
+        return variant
 
 
 def _fingerprintable(error: BaseException) -> bool:

@@ -9,7 +9,7 @@ when it ends, everything the file started ends); otherwise a plain fork in the j
 folder. For each check the box's `spawn` forks a *contestant*: a fresh process that loads one
 module from source (a learner file, a misconception variant, a hybrid) and answers the judge's
 requests on a socket of its own until that socket closes. `end` kills a contestant's whole
-process group (in the sandbox: every other process of the file) and says how it ended.
+process group and says how it ended; ending the box ends every process the file started.
 
 The contestant process holds no reference, no expected value, no check and no result: only the
 module under test, the objects the judge asked it to keep (handles), and what the builders in
@@ -59,8 +59,8 @@ def serve(control: socket.socket, pid1: bool = False) -> None:
     """Answer `open` (the warm process: fork a file's box) or `spawn` and `end` (a file's box).
 
     Exits the loop when the judge closes `control`; every process forked here is ended then. In a
-    sandboxed box (`pid1`), ending a contestant also kills every other process of the file's pid
-    namespace but this one: nothing a check started outlives it.
+    sandboxed box (`pid1`: pid 1 of the file's namespace) orphans become ours and are collected
+    too, and when this process exits the kernel kills every process left in the namespace.
     """
     children: dict[int, int | None] = {}  # pid -> wait status once reaped
     while True:
@@ -95,20 +95,10 @@ def serve(control: socket.socket, pid1: bool = False) -> None:
                 if status is None and request.get("ending"):  # its channel closed: it is on its way out
                     status = _wait(pid, 1.0)
                 control.sendall(wire.pack(_end(pid, status)))
-                if pid1:
-                    _kill_all_but_me()
             else:
                 control.sendall(wire.pack({"exit": None}))
     for pid, status in children.items():
         _end(pid, status)
-
-
-def _kill_all_but_me() -> None:
-    """As pid 1 of the file's namespace: SIGKILL every other process in it (daemons included)."""
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _file_box(channel_fd: int, request: dict) -> None:

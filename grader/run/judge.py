@@ -22,7 +22,6 @@ import select
 import socket
 import struct
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from functools import cache
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from grader.run import sandbox, wire
+from grader.run import sandbox, warm, wire
 from grader.run.limits import FILE_SIZE_MB, NO_LIMITS, Limits
 
 OUTPUT_KEEP = 3000  # bytes kept from each end of what a contestant prints
@@ -145,12 +144,8 @@ class Zygote(_Asker):
     def start(cls, imports: list[str] = (), limits: Limits = NO_LIMITS, drop: Path | None = None) -> "Zygote":
         """Start the warm process (in the sandbox when `drop` is given); it imports torch and runs the
         `imports` (statements such as "from transformers import GPT2LMHeadModel") while the caller goes on."""
-        ours, theirs = socket.socketpair()
-        command = [sys.executable, "-m", "grader.run.contestant", str(theirs.fileno()), *imports]
-        command = sandbox.command(command, drop) if drop is not None else [*command, "--guard"]
-        process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True)
-        theirs.close()
-        return cls(process, ours, list(imports), limits, drop)
+        process, control = warm.start(imports, drop)
+        return cls(process, control, list(imports), limits, drop)
 
     def restart(self) -> "Zygote":
         """End this warm process and start an equal one (after a judge left it mid-conversation)."""
@@ -195,8 +190,11 @@ class Zygote(_Asker):
     def end(self, pid: int, ending: bool = False) -> dict:
         return self._ask({"op": "end", "pid": pid, "ending": ending})
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Close its control socket, on which it ends; `wait` for it to be gone."""
         self.control.close()
+        if not wait:
+            return
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:

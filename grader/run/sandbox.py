@@ -17,7 +17,7 @@ Two layers:
   Its first process is pid 1 there: when it ends, the kernel kills every process the file started.
 
 `problem()` says why this machine cannot sandbox (None when it can): bwrap missing, or
-namespaces blocked.
+namespaces blocked; `choose("auto" | "on" | "off")` decides.
 """
 
 import ctypes
@@ -38,6 +38,24 @@ HIDDEN_PACKAGES = ("reference", "katas")
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 1, 2, 4, 16384, 1 << 18
+
+
+CHOICES = ("auto", "on", "off")
+
+
+class Unavailable(RuntimeError):
+    """The sandbox was required (`on`) and this machine cannot provide it; the message says why."""
+
+
+def choose(choice: str) -> bool:
+    """Whether to sandbox: `on` requires it (Unavailable when it cannot work), `auto` uses it where
+    it works, `off` never."""
+    if choice == "off":
+        return False
+    why = problem()
+    if why and choice == "on":
+        raise Unavailable(why)
+    return why is None
 
 
 @cache

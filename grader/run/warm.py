@@ -1,0 +1,24 @@
+"""Start the warm contestant process (grader.run.contestant), without importing torch here: the
+judge starts it first thing, so that both import torch at the same time.
+
+    process, control = start(["import torch"], drop=Path("/tmp/kata-drop-x"))   # in bwrap
+    process, control = start(["import torch"])                                  # outside it
+"""
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from grader.run import sandbox
+
+
+def start(imports: list[str], drop: Path | None = None) -> tuple[subprocess.Popen, socket.socket]:
+    """The warm process (in the sandbox when `drop` is given), running the import statements
+    `imports` while the caller goes on, and the judge's end of its control socket."""
+    ours, theirs = socket.socketpair()
+    command = [sys.executable, "-m", "grader.run.contestant", str(theirs.fileno()), *imports]
+    command = sandbox.command(command, drop) if drop is not None else [*command, "--guard"]
+    process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True)
+    theirs.close()
+    return process, ours
