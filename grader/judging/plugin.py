@@ -37,6 +37,8 @@ HELP_REPORT = "write the grading result as JSON to PATH"
 HELP_MEMORY = "memory each check's process may add, in MB (default: no limit)"
 HELP_PROCESSES = "processes each check may start, when not run as root (default: no limit)"
 HELP_SANDBOX = "run the file's code in the OS sandbox: auto (where it works), on (or refuse), off"
+HELP_WARM_FD = "the control socket of a warm process started by the caller (grader.run.warm), to use"
+HELP_DROP = "the folder that warm process's sandbox sees at /kata/drop (with --kata-warm-fd)"
 HELP_AGAINST = f"take expected values from trl (TRL {TRL_VERSION}'s own code) where it has the function"
 
 
@@ -52,6 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-processes", metavar="N", type=int, help=HELP_PROCESSES)
     group.addoption("--kata-against", metavar="ORACLE", help=HELP_AGAINST)
     group.addoption("--kata-sandbox", choices=sandbox.CHOICES, default="auto", help=HELP_SANDBOX)
+    group.addoption("--kata-warm-fd", metavar="FD", type=int, help=HELP_WARM_FD)
+    group.addoption("--kata-drop", metavar="PATH", help=HELP_DROP)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

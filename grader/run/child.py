@@ -32,15 +32,18 @@ class Ended:
         return ""
 
 
-def run_judge(arguments: list[str], scratch: Path, log: Path, limit: float, fork: bool = False) -> Ended:
+def run_judge(
+    arguments: list[str], scratch: Path, log: Path, limit: float, fork: bool = False, pass_fds: tuple = ()
+) -> Ended:
     """Run pytest with `arguments` in `scratch` (also HOME and TMPDIR) for at most `limit` seconds.
 
+    `pass_fds`: descriptors a spawned judge inherits (the warm process's control socket).
     `fork`: a fork of this process (which has imported pytest and torch already) instead of a new
     Python. Either way the child leads its own process group, which is killed at the deadline.
     """
     output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        pid = os.fork() if fork else _spawn(arguments, scratch, output)
+        pid = os.fork() if fork else _spawn(arguments, scratch, output, pass_fds)
         if fork and pid == 0:
             _forked_judge(arguments, scratch, output)
     finally:
@@ -64,9 +67,10 @@ def _environment(scratch: Path) -> dict:
     return dict(os.environ, HOME=str(scratch), TMPDIR=str(scratch), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
 
 
-def _spawn(arguments: list[str], scratch: Path, output: int) -> int:
+def _spawn(arguments: list[str], scratch: Path, output: int, pass_fds: tuple) -> int:
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", *arguments],
+        pass_fds=pass_fds,
         cwd=scratch,
         env=_environment(scratch),
         stdin=subprocess.DEVNULL,

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from grader import DEFAULT_TIMEOUT, run_limit
 from grader.content.catalogue import Kata
+from grader.judging.targets import warm_imports
 from grader.report.results import GradeResult
+from grader.run import sandbox, warm
 from grader.run.child import last_line, run_judge
 from grader.run.limits import NO_LIMITS, Limits
 
@@ -68,8 +70,17 @@ def run_checks(
     the function."""
     with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
         report, log = Path(scratch) / "result.json", Path(scratch) / "pytest.log"
-        ended = run_judge(pytest_arguments(kata, target, timeout, report, against=against), Path(scratch), log,
-                          run_limit(timeout))  # fmt: skip
+        arguments = pytest_arguments(kata, target, timeout, report, against=against)
+        drop = Path(scratch) / "drop" if sandbox.choose("auto") else None
+        if drop is not None:
+            drop.mkdir()
+        process, control = warm.start(warm_imports(kata), drop)  # first: it imports torch as the judge does
+        arguments += ["--kata-warm-fd", str(control.fileno())] + (["--kata-drop", str(drop)] if drop else [])
+        try:
+            ended = run_judge(arguments, Path(scratch), log, run_limit(timeout), pass_fds=(control.fileno(),))
+        finally:
+            control.close()  # the judge's copy was its only other end: the warm process ends now
+            process.wait()
         if ended.timed_out:
             raise GradingError("the grader ran out of time (this is a bug in the grader, not your code)")
         if not report.exists():

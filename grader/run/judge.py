@@ -193,7 +193,7 @@ class Zygote(_Asker):
     def close(self, wait: bool = True) -> None:
         """Close its control socket, on which it ends; `wait` for it to be gone."""
         self.control.close()
-        if not wait:
+        if not wait or self.process is None:  # None: the caller that started it waits for it
             return
         try:
             self.process.wait(timeout=5)
