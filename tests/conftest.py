@@ -52,3 +52,15 @@ def need_sandbox() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"the sandbox must work in CI: {why}")
         pytest.skip(f"no sandbox here: {why}")
+
+
+def processes_named(name: str) -> list[int]:
+    """Pids of the processes whose /proc/PID/comm is `name` (what a test's bomb or daemon calls itself)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and open(f"/proc/{entry}/comm").read().strip() == name:
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found

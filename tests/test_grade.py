@@ -7,7 +7,6 @@ class is small and uses the cheapest kata.
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
-from conftest import need_sandbox
+from conftest import need_sandbox, processes_named
 
 from grader.classroom import batch, gradesheet
 from grader.cli import cli
@@ -116,14 +115,7 @@ def make_class(root, out):
 
 
 def bomb_processes() -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and open(f"/proc/{entry}/comm").read().strip() == BOMB_NAME:
-                found.append(int(entry))
-        except OSError:
-            pass
-    return found
+    return processes_named(BOMB_NAME)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ Where the sandbox cannot work these tests skip with the reason (and fail under C
 """
 
 import json
-import os
 import socket
 import textwrap
 import threading
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import need_sandbox
+from conftest import need_sandbox, processes_named
 
 from grader.cli import cli
 from grader.content.catalogue import get_kata
@@ -168,14 +167,7 @@ def attacks(out: Path, port: int) -> dict[str, tuple[str, str | None]]:
 
 
 def daemons() -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and Path(f"/proc/{entry}/comm").read_text().strip() == DAEMON_NAME:
-                found.append(int(entry))
-        except OSError:
-            pass
-    return found
+    return processes_named(DAEMON_NAME)
 
 
 def project_files() -> dict[str, float]:
