@@ -34,6 +34,7 @@ def pytest_arguments(
         "-q",
         "--no-header",
         "-rN",
+        "--tb=no",  # each failure is explained by the plugin in its own words; pytest's traceback costs ~30 ms
         "--rootdir",
         str(PROJECT_ROOT),
         "-c",
