@@ -7,6 +7,7 @@ under test) in separate processes, with only data crossing between them (see DES
 - source: loading a module from source text;
 - limits: what a contestant may take (memory, processes);
 - sandbox: the OS sandbox around contestants;
+- warm: starting the warm process (torch-free, so the judge can start it first);
 - containment: the cgroup box around one graded file's processes;
 - child: the judge as a child process, with a deadline;
 - grading: `kata check`'s judge run (pytest with grader.judging.plugin) and the result it reads back.
