@@ -125,11 +125,11 @@ def _file_box(channel_fd: int, request: dict) -> None:
             work = request["work"]
         os.chdir(work)
         os.environ.update(HOME=work, TMPDIR=work)
-        channel.sendall(wire.pack({"ready": True}))  # the judge learns this process's pid from the message
+        channel.sendall(b"R" + wire.pack({"ready": True}))  # the kernel gives the judge our pid with the "R"
         serve(channel, pid1=request["sandboxed"])
     except BaseException as error:
         try:
-            channel.sendall(wire.pack({"error": f"{type(error).__name__}: {error}"}))
+            channel.sendall(b"R" + wire.pack({"error": f"{type(error).__name__}: {error}"}))
         except OSError:
             pass
         code = 71

@@ -122,7 +122,7 @@ class _Asker:
 class Zygote(_Asker):
     """The warm process: torch imported, never runs learner code, forks one box per graded file.
 
-    Sandboxed (grader.run.sandbox), it runs inside bwrap and sees `drop` at /drop: the folder under
+    Sandboxed (grader.run.sandbox), it runs inside bwrap and sees `drop` at /kata/drop: the folder under
     which the judge puts each file's copy of the student's folder.
     """
 
@@ -219,9 +219,10 @@ class FileBox(_Asker):
         """Read the box's first message and, with it, its pid here (SCM_CREDENTIALS)."""
         self.control.settimeout(max(0.1, deadline - time.monotonic()))
         try:
-            first, ancillary, _, _ = self.control.recvmsg(4, socket.CMSG_SPACE(struct.calcsize("iII")))
-            rest = wire.read_exact(self.control.recv, 4 - len(first))
-            message = wire.unpack_body(*_split_stream(first + rest, self.control.recv))
+            first, ancillary, _, _ = self.control.recvmsg(1, socket.CMSG_SPACE(struct.calcsize("iII")))
+            if first != b"R":
+                raise EOFError("no greeting")
+            message = wire.read_message(self.control.recv)
         except (OSError, EOFError, wire.WireError) as error:
             self.close()
             raise Stopped(Ending(start_error=f"the file's box did not start ({error})")) from None
@@ -268,14 +269,6 @@ class FileBox(_Asker):
             return
         self.control.close()
         self.zygote.end(self.pid, ending=True)
-
-
-def _split_stream(head: bytes, read) -> tuple[bytes, bytes]:
-    """The rest of a message whose first 4 bytes are `head`, read from `read`."""
-    (size,) = struct.unpack(">I", head)
-    body = wire.read_exact(read, size)
-    (blob_size,) = struct.unpack(">Q", wire.read_exact(read, 8))
-    return body, wire.read_exact(read, blob_size)
 
 
 class _Output:
