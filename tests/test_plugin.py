@@ -1,6 +1,9 @@
 """The pytest plugin, driven as a user drives it: `pytest --kata SLUG --kata-file PATH`."""
 
 import json
+import os
+
+import pytest
 
 from grader.content.catalogue import get_kata
 
@@ -67,3 +70,21 @@ def test_kata_fixtures_without_kata_options_fail_with_a_clear_message(pytester):
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*kata checks need --kata SLUG and --kata-file PATH (or --kata-target)*"])
+
+
+def test_the_judge_uses_the_warm_process_it_is_given(pytester, monkeypatch):
+    """`kata check` starts the warm process before the judge; a second one would cost a torch import."""
+    from grader.run import warm
+
+    process, control = warm.start(["import torch"])  # outside the sandbox, as `kata check` does where none works
+    monkeypatch.setattr(warm, "start", lambda *args: pytest.fail("the judge started a warm process of its own"))
+    try:
+        given = os.dup(control.fileno())  # the judge's copy, which it closes
+        result = pytester.runpytest_inprocess(
+            "--kata", "group_advantages", "--kata-target", "reference", "--kata-warm-fd", str(given)
+        )
+    finally:
+        control.close()
+        process.wait(timeout=30)
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] > 5 and "failed" not in outcomes and "error" not in outcomes

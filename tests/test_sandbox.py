@@ -9,6 +9,7 @@ Where the sandbox cannot work these tests skip with the reason (and fail under C
 
 import json
 import socket
+import tempfile
 import textwrap
 import threading
 import time
@@ -206,9 +207,14 @@ def graded(tmp_path_factory):
         (submissions / student).mkdir(parents=True)
         (submissions / student / f"{SLUG}.py").write_text(text, encoding="utf-8")
     before = project_files()
-    result = CliRunner().invoke(
-        cli, ["grade", str(submissions), "--out", str(out), "--workers", "2", "--timeout", "5", "--memory", "256"]
-    )
+    temporary = root / "tmp"  # the run's TMPDIR (and its workers'): empty again when it is done
+    temporary.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(temporary))
+        patch.setattr(tempfile, "tempdir", None)
+        result = CliRunner().invoke(
+            cli, ["grade", str(submissions), "--out", str(out), "--workers", "2", "--timeout", "5", "--memory", "256"]
+        )
     left_right_after = daemons()
     time.sleep(5)  # what a daemon would do later, it would have done by now
     stop.set()
@@ -223,6 +229,7 @@ def graded(tmp_path_factory):
         "changed": {path for path, mtime in project_files().items() if before.get(path) != mtime},
         "connections": connections,
         "stolen": (submissions.parent / "stolen").exists(),
+        "left_in_tmp": sorted(path.name for path in temporary.iterdir()),
     }
 
 
@@ -254,6 +261,10 @@ def test_the_reference_cannot_be_found_by_path(graded):
 
 def test_nothing_outside_the_scratch_area_changed(graded):
     assert graded["changed"] == set()
+
+
+def test_the_run_leaves_nothing_in_the_temporary_folder(graded):
+    assert graded["left_in_tmp"] == []
 
 
 def test_no_daemon_outlives_its_file_or_rewrites_the_outputs(graded):

@@ -20,6 +20,7 @@ The pool is concurrent.futures.ProcessPoolExecutor with "spawn" workers; a worke
 replaced and its files are graded again.
 """
 
+import gc
 import hashlib
 import json
 import os
@@ -235,14 +236,20 @@ def run_batch(
 
 def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
     """Records of `jobs` as they finish, from a pool of `workers` processes; a broken pool is replaced."""
+    with tempfile.TemporaryDirectory(prefix="kata-grade-") as drops:  # the workers' drop folders, gone at the end
+        yield from _graded_records(jobs, workers, Path(drops))
+
+
+def _graded_records(jobs: list[Job], workers: int, drops: Path) -> Iterator[dict]:
     pending = list(jobs)
     while pending:
         finished: set[Job] = set()
+        imports = sorted({line for job in pending for line in _warm_imports(job.slug)})
         pool = ProcessPoolExecutor(
             min(workers, len(pending)),
             mp_context=get_context("spawn"),
             initializer=warm,
-            initargs=(pending[0].settings, sorted({line for job in pending for line in _warm_imports(job.slug)})),
+            initargs=(pending[0].settings, imports, drops),
         )
         try:
             futures = {pool.submit(grade_file, job): job for job in pending}
@@ -275,8 +282,9 @@ def _warm_imports(slug: str) -> list[str]:
 _DROP: Path | None = None  # this worker's folder for scratch copies (what its sandbox sees at /kata/drop)
 
 
-def warm(settings: Settings, imports: list[str]) -> None:
-    """Pool initializer: import once what every grading run needs; start the warm contestant process."""
+def warm(settings: Settings, imports: list[str], drops: Path) -> None:
+    """Pool initializer: import once what every grading run needs; start the warm contestant process
+    (with a drop folder of this worker's own under `drops`)."""
     import _pytest.config  # noqa: F401
     import torch  # noqa: F401
 
@@ -286,10 +294,12 @@ def warm(settings: Settings, imports: list[str]) -> None:
     from grader.run.limits import Limits
 
     global _DROP
-    _DROP = Path(tempfile.mkdtemp(prefix="kata-drop-"))
+    _DROP = Path(tempfile.mkdtemp(prefix="drop-", dir=drops))
     drop = _DROP if settings.sandboxed else None
     session.SHARED_ZYGOTE = Zygote.start(imports, Limits(settings.memory_mb, settings.max_tasks), drop)
     session.SHARED_ZYGOTE.wait_ready()  # before the first judge forks: each judge shares it
+    gc.collect()
+    gc.freeze()  # the judges it forks never walk (nor copy) what was imported here when they collect
 
 
 # -- one file, in a worker --------------------------------------------------------------------

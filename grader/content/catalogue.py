@@ -20,7 +20,6 @@ from typing import NamedTuple
 from grader.content import render
 
 KATAS_DIR = Path(__file__).resolve().parents[2] / "katas"
-LANGUAGES = ("en", "zh")
 DIFFICULTIES = ("easy", "medium", "hard")
 
 

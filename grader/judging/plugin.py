@@ -13,6 +13,7 @@ this process) and `expect` (see grader.judging.expect), and say which TODO they 
 `@pytest.mark.todo(N)`.
 """
 
+import socket
 import tempfile
 from pathlib import Path
 
@@ -83,7 +84,11 @@ def pytest_configure(config: pytest.Config) -> None:
         timeout = config.getoption("kata_timeout")
         target = _target(config)
         started = None
-        if session.SHARED_ZYGOTE is None:  # the warm process first: it imports torch while this one does
+        warm_fd = config.getoption("kata_warm_fd")
+        if warm_fd is not None:  # `kata check` started it before this process (grader.run.grading)
+            drop = config.getoption("kata_drop")
+            started = (None, socket.socket(fileno=warm_fd), Path(drop) if drop else None)
+        elif session.SHARED_ZYGOTE is None:  # the warm process first: it imports torch while this one does
             drop = (
                 Path(tempfile.mkdtemp(prefix="kata-drop-"))
                 if sandbox.choose(config.getoption("kata_sandbox"))

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
@@ -47,6 +48,7 @@ class KataSession:
     ):
         """`started`: (process, control socket, drop folder or None) of the warm process the plugin
         started before importing torch (grader.run.warm); without it, a batch worker's SHARED_ZYGOTE."""
+        torch.set_num_threads(1)  # the checks' tensors are tiny; idle OpenMP threads would spin on the CPU
         self.drop: Path | None = None  # the folder the sandbox sees at /kata/drop, when this session made one
         if SHARED_ZYGOTE is not None:
             self.zygote = SHARED_ZYGOTE

@@ -5,6 +5,8 @@ killed, and an account of how it ended.
     ended = run_judge(arguments, scratch, log, limit=120.0)              # `kata check`: a fresh Python
     ended = run_judge(arguments, scratch, log, limit=120.0, fork=True)   # a warm batch worker: a fork
 
+Either way the judge runs `_judge`: pytest, then an exit without the interpreter's teardown.
+
 No torch here: `kata check` calls it from the `kata` process.
 """
 
@@ -69,7 +71,7 @@ def _environment(scratch: Path) -> dict:
 
 def _spawn(arguments: list[str], scratch: Path, output: int, pass_fds: tuple) -> int:
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *arguments],
+        [sys.executable, "-m", "grader.run.child", *arguments],
         pass_fds=pass_fds,
         cwd=scratch,
         env=_environment(scratch),
@@ -84,7 +86,6 @@ def _spawn(arguments: list[str], scratch: Path, output: int, pass_fds: tuple) ->
 
 def _forked_judge(arguments: list[str], scratch: Path, output: int) -> None:
     """In the forked child: take the scratch folder as home, run pytest, exit with its status."""
-    code = 70
     try:
         import resource
         import tempfile
@@ -98,6 +99,19 @@ def _forked_judge(arguments: list[str], scratch: Path, output: int) -> None:
         os.environ.update(_environment(scratch))
         tempfile.tempdir = None
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        os._exit(70)
+    _judge(arguments)
+
+
+def _judge(arguments: list[str]) -> None:
+    """Run pytest, flush what it wrote and exit with its status, skipping the interpreter's
+    teardown (with torch loaded it takes ~0.5 s, and the judge has nothing left to clean)."""
+    code = 70
+    try:
         import pytest
 
         code = int(pytest.main(arguments))
@@ -106,6 +120,8 @@ def _forked_judge(arguments: list[str], scratch: Path, output: int) -> None:
 
         traceback.print_exc()
     finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
         os._exit(code)
 
 
@@ -125,3 +141,7 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+if __name__ == "__main__":  # a spawned judge (_spawn)
+    _judge(sys.argv[1:])

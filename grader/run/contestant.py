@@ -36,6 +36,7 @@ learner's code raised, or {"refused": "..."} when an answer is not plain data):
 
 import ast
 import copy
+import ctypes
 import faulthandler
 import gc
 import importlib
@@ -399,6 +400,33 @@ class _RefuseAnswers(importlib.abc.MetaPathFinder):
         return None
 
 
+def _huge_pages() -> None:
+    """Back this process's heap with 2 MiB pages where the kernel can (MADV_COLLAPSE, Linux 6.1+).
+
+    Every contestant is a fork of a fork of this process, and a fork copies one page-table entry
+    per 4 KiB page it holds: with torch imported, ~150 MB of heap made each fork and exit cost
+    ~9 ms of kernel time; in huge pages, ~3 ms. Best effort: where it fails nothing changes.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        with open("/proc/self/maps", encoding="ascii") as maps:
+            regions = [line.split() for line in maps]
+    except OSError:
+        return
+    huge = 2**21
+    for fields in regions:
+        if fields[1].startswith("rw") and (len(fields) == 5 or fields[5] == "[heap]"):
+            start, end = (int(address, 16) for address in fields[0].split("-"))
+            start, end = -(-start // huge) * huge, end // huge * huge
+            if end > start:
+                libc.madvise(start, end - start, _MADV_HUGEPAGE)
+                libc.madvise(start, end - start, _MADV_COLLAPSE)
+
+
+_MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25
+
+
 def main(argv: list[str]) -> None:
     """Warm up (torch and the import statements given, e.g. the reference's), then serve the judge
     on the control socket FD. Only `import` statements are run: anything else is refused.
@@ -416,8 +444,10 @@ def main(argv: list[str]) -> None:
     torch.set_num_threads(1)
     gc.collect()
     gc.freeze()
+    _huge_pages()
     control.sendall(wire.pack({"ready": True}))
     serve(control)
+    os._exit(0)  # no interpreter teardown (~0.5 s with torch): every box it forked has ended
 
 
 if __name__ == "__main__":
