@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from grader.cli.options import SLUG, _flush_warnings, _workspace, lang_option, timeout_option, workspace_option
+from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option, workspace_option
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import Kata
 from grader.content.i18n import pick_language
@@ -71,7 +71,7 @@ def drill(
     """
     from grader.content import drill as drills
 
-    workspace = _workspace(workspace_dir)
+    workspace = Workspace(workspace_dir)
     settings = {"--level": level, "--blanks": blanks, "--ratio": ratio, "--seed": seed, "--function": function}
     given = [name for name, value in settings.items() if value is not None]
     if check_path is not None:
@@ -183,4 +183,4 @@ def _record_drill(workspace: Workspace, slug: str, level: str, right: int, total
     record = workspace.progress().get(slug, {})
     when = datetime.now().astimezone().isoformat(timespec="seconds")
     workspace.update(slug, drill=best_scores(record.get("drill"), level, right, total, when))
-    _flush_warnings(workspace)
+    flush_warnings(workspace)

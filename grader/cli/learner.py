@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from grader.cli.options import SLUG, _flush_warnings, _workspace, lang_option, timeout_option, workspace_option
-from grader.cli.workspace import WorkspaceRefusal
+from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option, workspace_option
+from grader.cli.workspace import Workspace, WorkspaceRefusal
 from grader.content import catalogue
 from grader.content.catalogue import Kata
 from grader.content.i18n import pick_language
@@ -25,9 +25,9 @@ def list_command(workspace_dir: Path, lang: str | None, as_json: bool) -> int:
     """Every kata in learning order, with your status and what to do next."""
     from grader.cli.listing import listing_rows, plain_listing
 
-    workspace = _workspace(workspace_dir)
+    workspace = Workspace(workspace_dir)
     rows = listing_rows(catalogue.all_katas(), workspace, pick_language(lang))
-    _flush_warnings(workspace)
+    flush_warnings(workspace)
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
     elif not sys.stdout.isatty():
@@ -45,7 +45,7 @@ def list_command(workspace_dir: Path, lang: str | None, as_json: bool) -> int:
 @lang_option
 def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
     """Write the blank exercise for KATA to WORKSPACE/KATA.py (never overwrites)."""
-    workspace = _workspace(workspace_dir)
+    workspace = Workspace(workspace_dir)
     lang = pick_language(lang)
     try:
         path = workspace.create(kata.slug, kata.template(lang))
@@ -53,7 +53,7 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
         errors.print(f"kata: {refusal}", style="warning")
         return 1
     progress = workspace.progress()
-    _flush_warnings(workspace)
+    flush_warnings(workspace)
     console.print(f"[passed]✓[/] wrote [code]{path}[/]  ({len(kata.todos)} TODOs)")
     pending = [slug for slug in kata.prerequisites if not progress.get(slug, {}).get("passed_at")]
     if pending:
@@ -103,7 +103,7 @@ def check(
                 raise click.UsageError(str(error)) from None
             errors.print(f"kata: {error}", style="error")
             return 1
-    workspace = _workspace(workspace_dir)
+    workspace = Workspace(workspace_dir)
     path = file_path or workspace.kata_file(kata.slug)
     if not path.is_file():
         hint = "" if file_path else f" Run `kata start {kata.slug}` first."
@@ -117,7 +117,7 @@ def check(
         return 1
     if file_path is None and not against:  # progress counts the kata's own grading only
         workspace.record_check(kata.slug, result)
-        _flush_warnings(workspace)
+        flush_warnings(workspace)
     if as_json:
         data = result.to_json()
         data.pop("matches")
@@ -136,12 +136,12 @@ def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | N
     """Show one more hint for a TODO of KATA each time it is run."""
     from grader.content.hints import next_hint
 
-    workspace = _workspace(workspace_dir)
+    workspace = Workspace(workspace_dir)
     numbers = [todo.number for todo in kata.todos]
     if todo_number is not None and todo_number not in numbers:
         raise click.BadParameter(f"{kata.slug} has TODOs {', '.join(map(str, numbers))}", param_hint="--todo")
     console.print(next_hint(kata, workspace, todo_number, pick_language(lang)))
-    _flush_warnings(workspace)
+    flush_warnings(workspace)
     return 0
 
 
@@ -151,9 +151,9 @@ def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | N
 @workspace_option
 def solution(kata: Kata, force: bool, workspace_dir: Path) -> int:
     """Print the reference solution of KATA (once you have passed it)."""
-    workspace = _workspace(workspace_dir)
+    workspace = Workspace(workspace_dir)
     status = workspace.status(kata.slug)
-    _flush_warnings(workspace)
+    flush_warnings(workspace)
     if not force and status != "passed":
         errors.print(
             f"kata: {kata.slug} is not passed yet; the solution opens once `kata check {kata.slug}` passes (or use --force).",
@@ -175,9 +175,9 @@ def solution(kata: Kata, force: bool, workspace_dir: Path) -> int:
 @lang_option
 def reset(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
     """Start KATA over from the blank exercise; your current file is kept as a backup."""
-    workspace = _workspace(workspace_dir)
+    workspace = Workspace(workspace_dir)
     backup = workspace.reset(kata.slug, kata.template(pick_language(lang)))
-    _flush_warnings(workspace)
+    flush_warnings(workspace)
     if backup:
         console.print(
             f"[passed]✓[/] {workspace.kata_file(kata.slug)} is blank again; your previous file is in [code]{backup}[/]"
@@ -227,7 +227,7 @@ def watch(kata: Kata | None, workspace_dir: Path, timeout: float, poll: bool, la
     """Re-check a kata file every time you save it (all katas in the workspace by default)."""
     from grader.cli.watch import watch_workspace
 
-    workspace = _workspace(workspace_dir)
+    workspace = Workspace(workspace_dir)
     if not workspace.root.is_dir():
         errors.print(f"kata: no workspace at {workspace.root}. Run `kata start SLUG` first.", style="warning")
         return 1

@@ -64,11 +64,8 @@ def timeout_option(command):
     )(command)
 
 
-def _workspace(path: Path) -> Workspace:
-    return Workspace(path)
-
-
-def _flush_warnings(workspace: Workspace) -> None:
+def flush_warnings(workspace: Workspace) -> None:
+    """Print what the workspace noticed (e.g. a progress file it could not read), then forget it."""
     for warning in workspace.warnings:
         errors.print(f"warning: {warning}", style="warning")
     workspace.warnings.clear()
