@@ -24,7 +24,8 @@ from gpu_labs.config import as_dict
 from gpu_labs.data import ARITHMETIC, WORD_PROBLEMS_TRAIN, load_problems
 from gpu_labs.runner import run_lab
 from gpu_labs.sequences import SampledGroup
-from gpu_labs.train_grpo_script import main
+from gpu_labs.train_grpo import trainer
+from gpu_labs.train_grpo.script import main
 from reference.grpo_loss import compute_grpo_loss
 
 CONFIGS = Path(lab.__file__).parent / "configs"
@@ -56,7 +57,7 @@ def signal(tmp_path_factory):
     """3 iterations, logged every 2, evaluated every 3, saved every 2; a reward that varies in each group."""
     overrides = {"iterations": "3", "log_every": "2", "eval_every": "3", "save_every": "2"}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lab, "reward_gsm8k", length_parity_reward)
+        patch.setattr(trainer, "reward_gsm8k", length_parity_reward)
         return run_smoke(tmp_path_factory.mktemp("train_grpo") / "signal", overrides)
 
 
@@ -65,7 +66,7 @@ def full_finetune(tmp_path_factory):
     """One iteration of a full fine-tune against a frozen copy, no held-out evaluation."""
     overrides = {"finetune": "full", "iterations": "1", "heldout_size": "0"}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lab, "reward_gsm8k", length_parity_reward)
+        patch.setattr(trainer, "reward_gsm8k", length_parity_reward)
         return run_smoke(tmp_path_factory.mktemp("train_grpo") / "full", overrides)
 
 
