@@ -357,6 +357,28 @@ def test_the_module_runs_as_a_script():
     assert json.loads(done.stdout)["kl_coef"] == 0.1
 
 
+def test_python_m_runs_the_package_main_and_loads_no_module_twice(tmp_path):
+    """`python -m gpu_labs.train_grpo` imports the lab once and runs __main__.py (no module also run as __main__)."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import atexit, sys\n"
+        "def report():\n"
+        "    files = [getattr(module, '__file__', None) for module in list(sys.modules.values())]\n"
+        "    files = [file for file in files if file and 'gpu_labs' in file]\n"
+        "    print('LOADED TWICE', sorted({file for file in files if files.count(file) > 1}), file=sys.stderr)\n"
+        "atexit.register(report)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(
+        [sys.executable, "-m", "gpu_labs.train_grpo", "--run-mode", "cpu_smoke", "--print-config"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "LOADED TWICE []" in done.stderr
+
+
 # ---- several processes -------------------------------------------------------------------------
 
 
