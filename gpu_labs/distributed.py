@@ -10,7 +10,7 @@ process per device and set, in each one's environment:
 
 `join_process_group` joins the group when WORLD_SIZE > 1 (nccl on CUDA, gloo on CPU; not for a
 dry run), `leave_process_group` leaves it (then a rank ends its process with os._exit: see
-gpu_labs.train_grpo_script.exit_without_teardown). How a lab splits its work: with P prompts and
+gpu_labs.train_grpo.script.exit_without_teardown). How a lab splits its work: with P prompts and
 G answers each, group-contiguous (row r*G + j belongs to prompt r), rank k takes the contiguous
 prompts k*P/W .. (k+1)*P/W - 1 (W = WORLD_SIZE, P a multiple of W), so every group, and with it
 its group-relative advantage, lives on one rank and needs no communication. What crosses ranks:

@@ -40,7 +40,9 @@ import statistics
 from dataclasses import dataclass
 
 from gpu_labs.config import ConfigError
+from gpu_labs.decisions import ACCEPT_MECHANISM, TUNE
 from gpu_labs.evidence import clock, text_sha256
+from gpu_labs.grpo_step import RATIO_LEVELS, sequence_mean
 
 NAME = "grpo_mechanism"
 TITLE = "Verifier rewards, group advantages and clipped LoRA updates on a real model"
@@ -48,8 +50,6 @@ LESSON = "000 Step 5"
 
 WORKLOAD_ID = "pt-grpo-real-model-update"
 WORKLOAD_VERSION = "v3"
-ACCEPT, TUNE = "accept_mechanism", "tune"
-RATIO_LEVELS = ("token", "sequence")
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def decide(sets: list[dict]) -> str:
         item["policy_separation"] > 0 and item["zero_variance_guard_passed"] and item["reward_std_mean"] > 0
         for item in sets
     )
-    return ACCEPT if passed else TUNE
+    return ACCEPT_MECHANISM if passed else TUNE
 
 
 def score_candidates(group_size: int) -> tuple[list[str], list[str], list[int], list[dict]]:
@@ -191,6 +191,7 @@ def run_candidate_set(name: str, config: Config, loaded, lab_run) -> dict:
     """Fresh LoRA copy of the model, `update_steps` clipped GRPO updates on one candidate set; its evidence."""
     import torch
 
+    from gpu_labs.grpo_step import Objective, update
     from gpu_labs.models import add_lora
     from gpu_labs.sequences import build_response_batch, chat_prompt, move_batch
     from reference.group_advantages import compute_group_advantages
@@ -214,32 +215,25 @@ def run_candidate_set(name: str, config: Config, loaded, lab_run) -> dict:
     model = add_lora(fresh, config.lora_rank, config.lora_alpha, config.lora_targets)
     trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate)
+    settings = Objective(config.clip_range, config.eps, ratio_level=config.ratio_level)
     losses, gradient_norms, clip_fractions, update_ms, separations = [], [], [], [], []
-    old_tokens = old_sequence = None
+    old = old_sequence = None
     with lab_run.progress(f"{name}: updates", config.update_steps) as advance:
-        for step in range(config.update_steps):
+        for _ in range(config.update_steps):
             started = clock(device)
             model.train()
-            optimizer.zero_grad(set_to_none=True)
-            new_tokens, mask, new_sequence = _log_probs(model, batch, grad=True)  # (B, T), (B, T), (B,)
-            if step == 0:  # the policy before any update is the sampling ("old") policy: a fixed snapshot
-                old_tokens, old_sequence = new_tokens.detach(), new_sequence.detach()
-            else:  # this forward pass sees the policy after the previous update
-                separations.append(policy_separation(new_sequence.detach() - old_sequence, advantages))
-            loss, clip_fraction = _grpo_step_loss(
-                config, new_tokens, old_tokens, new_sequence, old_sequence, mask, rewards, group_ids
-            )
-            loss.backward()
-            norm = torch.linalg.vector_norm(
-                torch.stack([p.grad.detach().float().norm() for p in trainable if p.grad is not None])
-            )
-            optimizer.step()
+            step = update(model, batch, old, rewards, group_ids, settings, optimizer, trainable)
+            sequence = sequence_mean(step.new, step.mask)  # (B,)
+            if old is None:  # the policy before any update is the sampling ("old") policy: a fixed snapshot
+                old, old_sequence = step.new, sequence
+            else:  # this forward pass saw the policy after the previous update
+                separations.append(policy_separation(sequence - old_sequence, advantages))
             update_ms.append((clock(device) - started) * 1000)
-            losses.append(float(loss.detach()))
-            gradient_norms.append(float(norm))
-            clip_fractions.append(clip_fraction)
+            losses.append(float(step.loss))
+            gradient_norms.append(step.grad_norm)
+            clip_fractions.append(step.clip_fraction)
             advance()
-    final_shift = _log_probs(model, batch, grad=False)[2] - old_sequence  # (B,)
+    final_shift = _final_sequence(model, batch) - old_sequence  # (B,)
     separations.append(policy_separation(final_shift, advantages))
     curves = {
         "loss": losses,
@@ -283,43 +277,17 @@ def run_candidate_set(name: str, config: Config, loaded, lab_run) -> dict:
     return result
 
 
-def _grpo_step_loss(config, new_tokens, old_tokens, new_sequence, old_sequence, mask, rewards, group_ids):
-    """The kata's loss at the chosen ratio level, and the fraction of ratios outside the clip range.
-
-    token:    log-probs (B, T) with the response mask: one ratio per response token.
-    sequence: the length-normalised log-probs as (B, 1): one ratio per response (the lesson's form).
-    """
-    import torch
-
-    from reference.grpo_loss import compute_grpo_loss
-
-    if config.ratio_level == "token":
-        new, old, valid = new_tokens, old_tokens, mask.bool()  # (B, T) each
-    else:
-        new, old = new_sequence.unsqueeze(-1), old_sequence.unsqueeze(-1)  # (B, 1)
-        valid = torch.ones_like(new, dtype=torch.bool)  # (B, 1)
-    loss, _ = compute_grpo_loss(new, old, rewards, group_ids, valid, clip_range=config.clip_range, eps=config.eps)
-    ratio = torch.exp(new.detach() - old)  # (B, T) or (B, 1)
-    outside = (ratio < 1 - config.clip_range) | (ratio > 1 + config.clip_range)
-    return loss, float((outside & valid).sum() / valid.sum())
-
-
-def _log_probs(model, batch: dict, grad: bool):
-    """Token log-probs (B, T), their response mask (B, T) and the length-normalised sequence log-prob (B,)."""
+def _final_sequence(model, batch: dict):
+    """(B,) length-normalised response log-probs after the last update (eval mode, no gradient)."""
     import torch
 
     from gpu_labs.sequences import token_log_probs
 
-    if grad:
-        tokens, mask = token_log_probs(model, batch)
-    else:
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            tokens, mask = token_log_probs(model, batch)
-        model.train(was_training)
-    sequence = tokens.sum(dim=1) / mask.sum(dim=1).clamp_min(1.0)  # (B,)
-    return tokens, mask, sequence
+    model.eval()
+    with torch.no_grad():
+        tokens, mask = token_log_probs(model, batch)  # (B, T) each
+    model.train()
+    return sequence_mean(tokens, mask)
 
 
 def policy_separation(shifts, advantages) -> float:

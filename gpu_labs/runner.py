@@ -9,7 +9,8 @@ A lab is a module with:
     run(config, lab_run) -> (results, decision)
                                              the measurement; it records per-step curves with
                                              lab_run.curve(name, value) and wraps long stages in
-                                             lab_run.stage(name) / lab_run.progress(...)
+                                             lab_run.stage(name) / lab_run.progress(...); the
+                                             decision is its `decide(...)`'s, one of gpu_labs.decisions
 
 Run modes:
     dry_run    no model is loaded: config, workload and model identity are recorded,
@@ -18,6 +19,10 @@ Run modes:
     real_gpu   the frozen config on CUDA (refused where CUDA is absent), SmolLM2 unless --model.
 A run that raises records the failure (stage, type, message) and the decision
 "reject_until_fixed"; its evidence is still written.
+
+`run_lab` is three steps: `build` (mode, config, run folder, the evidence's fixed fields),
+`measure` (the lab's run, or the model's identity for a dry run; failures recorded) and
+`finish` (timings, memory, curves, artifacts; evidence.json).
 """
 
 import importlib
@@ -26,16 +31,15 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpu_labs import RUN_MODES
+from gpu_labs import RUN_MODES, decisions
 from gpu_labs import evidence as ev
 from gpu_labs.config import as_dict, override
+from gpu_labs.decisions import NOT_MEASURED, REJECT_UNTIL_FIXED
 from gpu_labs.models import SMOLLM2, TINY, describe_model
 from gpu_labs.runs import LabRefusal, claim_run_dir, default_label
 
 EVIDENCE_FILE = "evidence.json"
 CURVES_FILE = "curves.png"
-NOT_MEASURED = "not_measured"
-REJECT_UNTIL_FIXED = "reject_until_fixed"
 
 
 @dataclass
@@ -68,6 +72,7 @@ class LabRun:
 
 
 def lab_module(name: str):
+    """The lab's module (or package), imported by the name gpu_labs.LABS gives it."""
     from gpu_labs import LABS
 
     return importlib.import_module(LABS[name])
@@ -96,6 +101,13 @@ def run_lab(
     root: Path | None = None,
 ) -> tuple[dict, Path]:
     """Run lab `name`; returns (evidence, run folder). Raises LabRefusal before anything is written."""
+    module, config, lab_run, record = build(name, run_mode, label, out, model, overrides, console, root)
+    measure(module, config, lab_run, record)
+    return finish(lab_run, record), lab_run.out_dir
+
+
+def build(name, run_mode, label=None, out=None, model=None, overrides=None, console=None, root=None):
+    """Check the mode and config, claim the run folder: (lab module, config, LabRun, the evidence so far)."""
     if run_mode not in RUN_MODES:
         raise LabRefusal(f"run mode {run_mode!r} is not one of {', '.join(RUN_MODES)}")
     module = lab_module(name)
@@ -127,14 +139,19 @@ def run_lab(
         "failure": None,
         "decision": NOT_MEASURED,
     }
+    return module, config, lab_run, record
+
+
+def measure(module, config, lab_run: LabRun, record: dict) -> None:
+    """The lab's `run` (or, for a dry run, the model's identity) into `record`; a raise is recorded, not passed on."""
     try:
-        if run_mode == "dry_run":
+        if lab_run.run_mode == "dry_run":
             with lab_run.stage("describe_model"):
-                record["model"] = describe_model(model)
+                record["model"] = describe_model(lab_run.model_spec)
         else:
             ev.reset_peak_memory()
             results, decision = module.run(config, lab_run)
-            record.update(results=results, decision=decision)
+            record.update(results=results, decision=decisions.check(decision, lab_run.lab))
             record["model"] = lab_run.extra.pop("model", record["model"])
     except Exception as error:  # the run failed: keep the evidence of how far it got
         record["failure"] = {
@@ -144,20 +161,23 @@ def run_lab(
             "traceback": traceback.format_exc(limit=-8),
         }
         record["decision"] = REJECT_UNTIL_FIXED
+
+
+def finish(lab_run: LabRun, record: dict) -> dict:
+    """Stages, memory, curves (and curves.png), artifacts and the finish time; evidence.json written atomically."""
+    from gpu_labs.plots import save_curves
+
     record.update(lab_run.extra)
     record["stages"] = lab_run.stages.seconds
     record["peak_memory"] = ev.peak_memory()
     record["curves"] = lab_run.curves
-    from gpu_labs.plots import save_curves
-
-    png = (
-        save_curves(out_dir / CURVES_FILE, lab_run.curves, f"{name} · {label} ({run_mode})") if lab_run.curves else None
-    )
+    title = f"{lab_run.lab} · {lab_run.label} ({lab_run.run_mode})"
+    png = save_curves(lab_run.out_dir / CURVES_FILE, lab_run.curves, title) if lab_run.curves else None
     record["artifacts"] = {
         **record.get("artifacts", {}),
         "evidence": EVIDENCE_FILE,
         **({"curves": CURVES_FILE} if png else {}),
     }
     record["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    ev.write_json_atomic(out_dir / EVIDENCE_FILE, record)
-    return record, out_dir
+    ev.write_json_atomic(lab_run.out_dir / EVIDENCE_FILE, record)
+    return record

@@ -29,7 +29,7 @@ def build_response_batch(tokenizer, prompts, responses, max_length: int, add_eos
     """
     import torch
 
-    rows, response_rows, truncated = [], [], []
+    prompt_rows, response_rows, truncated = [], [], []
     for prompt, response in zip(prompts, responses, strict=True):
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         response_ids = tokenizer(response, add_special_tokens=False)["input_ids"]
@@ -41,20 +41,28 @@ def build_response_batch(tokenizer, prompts, responses, max_length: int, add_eos
                 f"a prompt of {len(prompt_ids)} tokens leaves no room for a response in max_length={max_length}"
             )
         truncated.append(len(response_ids) > room)
-        response_ids = response_ids[:room]
-        rows.append(prompt_ids + response_ids)
-        response_rows.append([0] * len(prompt_ids) + [1] * len(response_ids))
+        prompt_rows.append(prompt_ids)
+        response_rows.append(response_ids[:room])
+    return pad_batch(prompt_rows, response_rows, tokenizer.pad_token_id) | {"truncated": torch.tensor(truncated)}
+
+
+def pad_batch(prompt_rows, response_rows, pad_id: int) -> dict:
+    """Token rows prompt + response, right-padded to the longest: input_ids, attention_mask, response_mask (B, L)."""
+    import torch
+
+    rows = [list(prompt) + list(response) for prompt, response in zip(prompt_rows, response_rows, strict=True)]
+    masks = [[0] * len(prompt) + [1] * len(response) for prompt, response in zip(prompt_rows, response_rows)]
     width = max(len(row) for row in rows)
-    pad = tokenizer.pad_token_id
-    input_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])  # (B, L)
-    attention_mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])  # (B, L)
-    response_mask = torch.tensor([row + [0] * (width - len(row)) for row in response_rows])  # (B, L)
     return {
-        "input_ids": input_ids,
-        "attention_mask": attention_mask,
-        "response_mask": response_mask,
-        "truncated": torch.tensor(truncated),
+        "input_ids": torch.tensor([row + [pad_id] * (width - len(row)) for row in rows]),  # (B, L)
+        "attention_mask": torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows]),  # (B, L)
+        "response_mask": torch.tensor([mask + [0] * (width - len(mask)) for mask in masks]),  # (B, L)
     }
+
+
+def with_end(response_ids, hit_length_cap: bool, eos_id: int) -> list[int]:
+    """A sampled response's tokens, with its end-of-text back when it ended by itself (the policy chose it)."""
+    return list(response_ids) + ([] if hit_length_cap else [eos_id])
 
 
 def move_batch(batch: dict, device) -> dict:
@@ -71,13 +79,6 @@ def token_log_probs(model, batch: dict):
     log_probs = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, L - 1)
     mask = batch["response_mask"][:, 1:].to(log_probs.dtype)  # (B, L - 1)
     return log_probs * mask, mask
-
-
-def sequence_log_probs(model, batch: dict, normalize: bool = True):
-    """(B,) response log-prob: the sum over response tokens, or their mean when `normalize`."""
-    log_probs, mask = token_log_probs(model, batch)  # (B, L - 1) each
-    total = log_probs.sum(dim=1)  # (B,)
-    return total / mask.sum(dim=1).clamp_min(1.0) if normalize else total
 
 
 @dataclass

@@ -20,15 +20,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from gpu_labs.decisions import STYLES
 from gpu_labs.plots import sparkline
 
-DECISION_STYLES = {
-    "accept": "passed",
-    "continue": "passed",
-    "tune": "warning",
-    "reject": "failed",
-    "not_measured": "muted",
-}
 WIDE_LIST = 4  # a list of up to this many dicts gets a column per item; longer lists get a row per item
 LIST_ROWS = 8  # rows shown of a longer list of dicts
 CELL = 40  # longest text shown in a cell
@@ -59,10 +53,8 @@ def build_summary(record: dict, run_dir: Path | None = None) -> RenderableType:
 
 
 def decision_style(decision: str) -> str:
-    for prefix, style in DECISION_STYLES.items():
-        if decision.startswith(prefix):
-            return style
-    return "title"
+    """The decision's style (gpu_labs.decisions); a decision outside the vocabulary is shown plain."""
+    return STYLES.get(decision, "title")
 
 
 def model_line(model: dict) -> str:

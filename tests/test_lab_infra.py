@@ -165,3 +165,34 @@ def test_the_tiny_model_takes_lora_on_q_and_v_and_only_the_adapter_trains():
     trainable = [name for name, parameter in model.named_parameters() if parameter.requires_grad]
     assert trainable and all("lora_" in name and ("q_proj" in name or "v_proj" in name) for name in trainable)
     assert loaded.identity["spec"] == "tiny" and loaded.identity["parameters"] > 0
+
+
+def test_one_grpo_step_is_the_katas_loss_with_its_clip_count_and_k3():
+    import torch
+
+    from gpu_labs.grpo_step import Objective, objective
+    from reference.grpo_loss import compute_grpo_loss
+
+    torch.manual_seed(0)
+    new, old, ref = (torch.randn(4, 6) * 0.3 for _ in range(3))
+    mask = torch.rand(4, 6) > 0.3
+    mask[:, 0] = True
+    rewards, groups = torch.tensor([1.0, 0.0, 0.5, 0.2]), torch.tensor([0, 0, 1, 1])
+    step = objective(new, old, rewards, groups, mask, Objective(0.2, beta=0.04), ref)
+    loss, _ = compute_grpo_loss(new, old, rewards, groups, mask, 0.2, 1e-6, ref, 0.04)
+    assert torch.equal(step.loss, loss)
+    ratio = torch.exp(new - old)
+    assert (step.tokens, step.clipped) == (int(mask.sum()), int(((ratio - 1).abs() > 0.2)[mask].sum()))
+    log_ratio = ref - new
+    assert step.kl == pytest.approx(float((torch.exp(log_ratio) - log_ratio - 1)[mask].mean()), rel=1e-6)
+    per_response = objective(new, old, rewards, groups, mask, Objective(0.2, ratio_level="sequence"))
+    assert per_response.tokens == 4 and per_response.kl is None  # one ratio per response, no reference
+
+
+def test_a_padded_batch_marks_only_the_responses_and_gives_back_the_end_token_to_finished_ones():
+    from gpu_labs.sequences import pad_batch, with_end
+
+    batch = pad_batch([[1, 2], [3]], [with_end([5], False, 9), with_end([7, 7], True, 9)], pad_id=0)
+    assert batch["input_ids"].tolist() == [[1, 2, 5, 9], [3, 7, 7, 0]]
+    assert batch["response_mask"].tolist() == [[0, 0, 1, 1], [0, 1, 1, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]

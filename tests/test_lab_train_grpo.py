@@ -24,7 +24,8 @@ from gpu_labs.config import as_dict
 from gpu_labs.data import ARITHMETIC, WORD_PROBLEMS_TRAIN, load_problems
 from gpu_labs.runner import run_lab
 from gpu_labs.sequences import SampledGroup
-from gpu_labs.train_grpo_script import main
+from gpu_labs.train_grpo import trainer
+from gpu_labs.train_grpo.script import main
 from reference.grpo_loss import compute_grpo_loss
 
 CONFIGS = Path(lab.__file__).parent / "configs"
@@ -56,7 +57,7 @@ def signal(tmp_path_factory):
     """3 iterations, logged every 2, evaluated every 3, saved every 2; a reward that varies in each group."""
     overrides = {"iterations": "3", "log_every": "2", "eval_every": "3", "save_every": "2"}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lab, "reward_gsm8k", length_parity_reward)
+        patch.setattr(trainer, "reward_gsm8k", length_parity_reward)
         return run_smoke(tmp_path_factory.mktemp("train_grpo") / "signal", overrides)
 
 
@@ -65,7 +66,7 @@ def full_finetune(tmp_path_factory):
     """One iteration of a full fine-tune against a frozen copy, no held-out evaluation."""
     overrides = {"finetune": "full", "iterations": "1", "heldout_size": "0"}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lab, "reward_gsm8k", length_parity_reward)
+        patch.setattr(trainer, "reward_gsm8k", length_parity_reward)
         return run_smoke(tmp_path_factory.mktemp("train_grpo") / "full", overrides)
 
 
@@ -354,6 +355,28 @@ def test_the_module_runs_as_a_script():
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["kl_coef"] == 0.1
+
+
+def test_python_m_runs_the_package_main_and_loads_no_module_twice(tmp_path):
+    """`python -m gpu_labs.train_grpo` imports the lab once and runs __main__.py (no module also run as __main__)."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import atexit, sys\n"
+        "def report():\n"
+        "    files = [getattr(module, '__file__', None) for module in list(sys.modules.values())]\n"
+        "    files = [file for file in files if file and 'gpu_labs' in file]\n"
+        "    print('LOADED TWICE', sorted({file for file in files if files.count(file) > 1}), file=sys.stderr)\n"
+        "atexit.register(report)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(
+        [sys.executable, "-m", "gpu_labs.train_grpo", "--run-mode", "cpu_smoke", "--print-config"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "LOADED TWICE []" in done.stderr
 
 
 # ---- several processes -------------------------------------------------------------------------

@@ -57,6 +57,22 @@ def test_lab_list_names_every_lab_with_its_title_and_lesson():
     assert "unavailable" not in out
 
 
+def test_every_registered_lab_has_the_interface_and_the_readme_and_noxfile_read_the_registry():
+    from gpu_labs.runner import lab_module
+
+    for name in LABS:
+        module = lab_module(name)
+        assert module.NAME == name
+        for attribute in ("TITLE", "LESSON", "Config", "smoke", "workload", "run", "decide"):
+            assert hasattr(module, attribute), (name, attribute)
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    labs_section = readme.split("\n## Labs\n", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `(\w+)` \|", labs_section, flags=re.MULTILINE) == list(LABS)
+    noxfile = (root / "noxfile.py").read_text(encoding="utf-8")
+    assert "gpu_labs.LABS" in noxfile and not any(f'"{name}"' in noxfile for name in LABS)
+
+
 def test_listing_katas_or_labs_imports_no_torch():
     code = (
         "import sys; from grader.cli import main; main(['list']); main(['lab', 'list']);"
@@ -165,6 +181,14 @@ def test_a_run_that_raises_is_recorded_as_reject_until_fixed_and_exits_1(monkeyp
     assert (run_dir / "curves.png").is_file()  # the curve recorded before the failure is drawn
     assert err.count("\n") == 1 and "failed in stage load_model: RuntimeError: CUDA out of memory" in err
     assert "reject_until_fixed" in out and "CUDA out of memory" in out
+
+
+def test_a_decision_outside_the_vocabulary_is_recorded_as_a_failure(monkeypatch, tmp_path):
+    monkeypatch.setattr(grpo_mechanism, "run", lambda config, lab_run: ({"ok": True}, "ship_it"))
+    status, _, err = lab("run", "grpo_mechanism", "--run-mode", "cpu_smoke", "--label", "odd")
+    assert status == 1 and "'ship_it', which is not one of" in err
+    evidence = json.loads((tmp_path / "runs" / "grpo_mechanism" / "odd" / "evidence.json").read_text(encoding="utf-8"))
+    assert evidence["decision"] == "reject_until_fixed" and evidence["failure"]["type"] == "ValueError"
 
 
 def test_show_reprints_a_past_run_from_its_folder_or_its_file(tmp_path):

@@ -1,4 +1,4 @@
-"""The `train_grpo` command line: `python -m gpu_labs.train_grpo --config PATH --FIELD VALUE ...`.
+"""The `train_grpo` command line: `python -m gpu_labs.train_grpo --config PATH --FIELD VALUE ...` (__main__.py).
 
 Thin over plain functions: `parse_command_line` splits the arguments into script options and
 config fields, `resolve` builds the config (defaults -> smoke sizes for cpu_smoke -> the file ->
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from gpu_labs import train_grpo as lab  # its docstring is the --help text
+from gpu_labs import train_grpo as lab  # its docstring is the --help text; this package's parent
 from gpu_labs.config import ConfigError, as_dict, field_names, load_json_config, override
 from gpu_labs.distributed import (
     Aborted,
