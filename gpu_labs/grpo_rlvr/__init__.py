@@ -70,7 +70,7 @@ from gpu_labs.grpo_rlvr.rollouts import (
     LabDataError,
     Rollout,
     evaluate,
-    summarize,
+    summarise,
 )
 
 NAME = "grpo_rlvr"
@@ -96,7 +96,7 @@ __all__ = [
     "gates",
     "run",
     "smoke",
-    "summarize",
+    "summarise",
     "workload",
 ]
 

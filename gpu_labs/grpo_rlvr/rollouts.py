@@ -137,10 +137,10 @@ def evaluate(model, tokenizer, problems, prompts, config, split: str, version: s
             rollouts += sample_rollouts(model, tokenizer, problems[part], prompts[part], config, seed, split, version)
             advance()
     seconds = clock(lab_run.device) - started
-    return {"version": version, "rollouts": rollouts, "summary": summarize(rollouts, seconds)}
+    return {"version": version, "rollouts": rollouts, "summary": summarise(rollouts, seconds)}
 
 
-def summarize(rollouts: list[Rollout], seconds: float) -> dict:
+def summarise(rollouts: list[Rollout], seconds: float) -> dict:
     """Quality and cost of one set of rollouts (one group per prompt)."""
     rewards = [reward for rollout in rollouts for reward in rollout.rewards]
     hits = [hit for rollout in rollouts for hit in rollout.hit_length_cap]
