@@ -1,19 +1,22 @@
-"""Group advantages: the reference against the lesson's per-group loop and a contiguous view(-1, G).
+"""Group advantages: the reference and its fast variant against the lesson's loop and a contiguous view(-1, G).
 
     python benchmarks/bench_group_advantages.py [--threads 1] [--rounds 9] [--block 0.02] [--groups 8 64 ...]
 
 All versions compute A_i = (r_i - mean_g) / max(std_g, eps) (population std) and are checked to
-agree before timing. The contiguous version only works when each group is G consecutive rows;
-the reference accepts groups in any order, so it is also timed on the same groups shuffled. A
-fourth version, the contiguous one preceded by the reference's input checks (shapes, finite
-rewards, eps), shows how much of the gap at small sizes is the checks rather than the grouping.
+agree before timing. The reference (reference/group_advantages.py) is the plain version learners
+read; the fast variant (gpu_labs/fast_advantages.py) numbers groups without a sort and saves one
+buffer. The contiguous version only works when each group is G consecutive rows; the fast
+variant accepts groups in any order, so it is also timed on the same groups shuffled. The
+contiguous version preceded by the reference's input checks (shapes, finite rewards, eps) shows
+how much of the gap at small sizes is the checks rather than the grouping.
 
 Timing: the versions take turns, `--rounds` times; each turn runs one version for about `--block`
 seconds (at least one call) and records its time per call. Each ratio is the median over rounds of
 the two versions' times in the same round, so a slow spell of the machine hits both sides. The
 loop is O(groups x N) and runs up to 4,096 groups only.
-Targets (issue 6): the reference no slower than the contiguous version at any size, and at least
-50x faster than the loop at 4,096 groups. Prints a Markdown table (paste it into the README).
+Targets (issue 14): the reference at least 50x faster than the loop at 4,096 groups of 8; the fast
+variant's ratio to the contiguous version at most 1.05 from 512 groups up. Prints a Markdown table
+(paste it into the README).
 """
 
 import argparse
@@ -25,6 +28,7 @@ import time
 
 import torch
 
+from gpu_labs.fast_advantages import fast_group_advantages
 from reference.group_advantages import compute_group_advantages
 
 GROUPS = (8, 64, 512, 4096, 65536)
@@ -96,13 +100,15 @@ def row(groups: int, size: int, rounds: int, block: float) -> dict[str, float | 
     shuffled_rewards, shuffled_ids = rewards[order], group_ids[order]
     expected = contiguous(rewards, size)
     torch.testing.assert_close(compute_group_advantages(rewards, group_ids), expected)
-    torch.testing.assert_close(compute_group_advantages(shuffled_rewards, shuffled_ids), expected[order])
+    torch.testing.assert_close(fast_group_advantages(rewards, group_ids), expected)
+    torch.testing.assert_close(fast_group_advantages(shuffled_rewards, shuffled_ids), expected[order])
     torch.testing.assert_close(contiguous_checked(rewards, size), expected)
     calls = {
         "contiguous": lambda: contiguous(rewards, size),
         "checked": lambda: contiguous_checked(rewards, size),
         "reference": lambda: compute_group_advantages(rewards, group_ids),
-        "shuffled": lambda: compute_group_advantages(shuffled_rewards, shuffled_ids),
+        "fast": lambda: fast_group_advantages(rewards, group_ids),
+        "shuffled": lambda: fast_group_advantages(shuffled_rewards, shuffled_ids),
     }
     if groups <= LOOP_MAX_GROUPS:
         torch.testing.assert_close(per_group_loop(rewards, group_ids), expected)
@@ -110,6 +116,7 @@ def row(groups: int, size: int, rounds: int, block: float) -> dict[str, float | 
     samples = taking_turns(calls, rounds, block)
     result: dict[str, float | None] = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
     result["reference / contiguous"] = paired_ratio(samples["reference"], samples["contiguous"])
+    result["fast / contiguous"] = paired_ratio(samples["fast"], samples["contiguous"])
     result["shuffled / contiguous"] = paired_ratio(samples["shuffled"], samples["contiguous"])
     result["checked / contiguous"] = paired_ratio(samples["checked"], samples["contiguous"])
     result["loop / reference"] = paired_ratio(samples["loop"], samples["reference"]) if "loop" in samples else None
@@ -130,18 +137,19 @@ def main() -> None:
         f" {os.cpu_count()} CPUs, float32, median of {args.rounds} rounds, times in ms\n"
     )
     print(
-        "| groups x size | loop | contiguous | reference | reference, shuffled | reference / contiguous"
-        " | shuffled / contiguous | contiguous + checks / contiguous | loop / reference |"
+        "| groups x size | loop | contiguous | reference | fast | fast, shuffled | reference / contiguous"
+        " | fast / contiguous | fast shuffled / contiguous | contiguous + checks / contiguous | loop / reference |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for groups in args.groups:
         for size in SIZES:
             t = row(groups, size, args.rounds, args.block)
             loop = f"{t['loop']:.3f}" if t["loop"] else "—"
             speedup = f"{t['loop / reference']:.0f}x" if t["loop / reference"] else "—"
             print(
-                f"| {groups:,} x {size} | {loop} | {t['contiguous']:.3f} | {t['reference']:.3f} | {t['shuffled']:.3f}"
-                f" | {t['reference / contiguous']:.2f}x | {t['shuffled / contiguous']:.2f}x"
+                f"| {groups:,} x {size} | {loop} | {t['contiguous']:.3f} | {t['reference']:.3f} | {t['fast']:.3f}"
+                f" | {t['shuffled']:.3f} | {t['reference / contiguous']:.2f}x | {t['fast / contiguous']:.2f}x"
+                f" | {t['shuffled / contiguous']:.2f}x"
                 f" | {t['checked / contiguous']:.2f}x | {speedup} |",
                 flush=True,
             )

@@ -49,6 +49,20 @@ def _is_count(value, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
+def _check_rollout(groups, expected_policy_version, expected_verifier_version, expected_group_size) -> None:
+    """Raise ValueError unless groups are dicts with a list of trace ids and the expectations are sane."""
+    if not isinstance(groups, list) or not all(isinstance(group, dict) for group in groups):
+        raise ValueError("groups must be a list of dicts")
+    for group in groups:
+        ids = group.get("trace_ids")
+        if not isinstance(ids, list) or not all(isinstance(trace, str) or trace is None for trace in ids):
+            raise ValueError("every group needs a list of trace_ids (str, or None for a missing one)")
+    if not all(isinstance(v, str) and v for v in (expected_policy_version, expected_verifier_version)):
+        raise ValueError("the expected policy and verifier versions must be non-empty strings")
+    if not _is_count(expected_group_size, 1):
+        raise ValueError("expected_group_size must be an int >= 1")
+
+
 def check_rollout_contract(groups, expected_policy_version, expected_verifier_version, expected_group_size):
     """Admit a rollout only if every group is identified, current, complete and unduplicated.
 
@@ -68,16 +82,7 @@ def check_rollout_contract(groups, expected_policy_version, expected_verifier_ve
         ValueError: if groups is not a list of dicts with a list of str/None "trace_ids", an
             expected version is not a non-empty str, or expected_group_size is not an int >= 1.
     """
-    if not isinstance(groups, list) or not all(isinstance(group, dict) for group in groups):
-        raise ValueError("groups must be a list of dicts")
-    for group in groups:
-        ids = group.get("trace_ids")
-        if not isinstance(ids, list) or not all(isinstance(trace, str) or trace is None for trace in ids):
-            raise ValueError("every group needs a list of trace_ids (str, or None for a missing one)")
-    if not all(isinstance(v, str) and v for v in (expected_policy_version, expected_verifier_version)):
-        raise ValueError("the expected policy and verifier versions must be non-empty strings")
-    if not _is_count(expected_group_size, 1):
-        raise ValueError("expected_group_size must be an int >= 1")
+    _check_rollout(groups, expected_policy_version, expected_verifier_version, expected_group_size)
 
     # TODO 1: name each contract check, then admit only if all of them pass
     trace_ids = [trace_id for group in groups for trace_id in group["trace_ids"]]
@@ -184,6 +189,16 @@ def evaluate_grpo_candidate(evidence, gates):
     )
 
 
+def _check_decision_inputs(rollout, candidate, artifact) -> None:
+    """Raise ValueError unless rollout and candidate carry their bool verdicts and artifact is a dict."""
+    if not isinstance(rollout, dict) or not isinstance(rollout.get("admitted"), bool):
+        raise ValueError("rollout must be a dict with a bool 'admitted'")
+    if not isinstance(candidate, dict) or not isinstance(candidate.get("eligible"), bool):
+        raise ValueError("candidate must be a dict with a bool 'eligible'")
+    if not isinstance(artifact, dict):
+        raise ValueError("artifact must be a dict")
+
+
 def decide_grpo_delivery(rollout, candidate, artifact):
     """Three-way delivery decision from the rollout contract, the candidate gates and the artifact.
 
@@ -200,12 +215,7 @@ def decide_grpo_delivery(rollout, candidate, artifact):
     Raises:
         ValueError: if "admitted" or "eligible" is missing or not a bool, or artifact is not a dict.
     """
-    if not isinstance(rollout, dict) or not isinstance(rollout.get("admitted"), bool):
-        raise ValueError("rollout must be a dict with a bool 'admitted'")
-    if not isinstance(candidate, dict) or not isinstance(candidate.get("eligible"), bool):
-        raise ValueError("candidate must be a dict with a bool 'eligible'")
-    if not isinstance(artifact, dict):
-        raise ValueError("artifact must be a dict")
+    _check_decision_inputs(rollout, candidate, artifact)
 
     # TODO 4: the three hard checks, then reject / tune / accept in that order of precedence
     checks = {

@@ -21,6 +21,19 @@ import math
 import torch
 
 
+def _check_rewards(rewards, group_ids, eps):
+    """Raise ValueError unless the inputs are non-empty, alike and finite and eps > 0; return eps as a float."""
+    if rewards.ndim != 1 or rewards.numel() == 0 or rewards.shape != group_ids.shape:
+        raise ValueError("rewards and group_ids must be non-empty 1-D tensors of the same shape")
+    lowest, highest = rewards.detach().aminmax()  # a NaN anywhere makes both NaN
+    if not (math.isfinite(lowest) and math.isfinite(highest)):
+        raise ValueError("rewards must be finite")
+    eps = float(eps)
+    if not math.isfinite(eps) or eps <= 0:
+        raise ValueError("eps must be a positive finite number")
+    return eps
+
+
 def compute_group_advantages(rewards, group_ids, eps=1e-6):
     """Standardise each candidate's reward within its prompt group.
 
@@ -36,48 +49,16 @@ def compute_group_advantages(rewards, group_ids, eps=1e-6):
         ValueError: on empty or mismatched inputs, non-finite rewards, or eps that is not a
             positive finite number.
     """
-    if rewards.ndim != 1 or rewards.numel() == 0 or rewards.shape != group_ids.shape:
-        raise ValueError("rewards and group_ids must be non-empty 1-D tensors of the same shape")
-    lowest, highest = rewards.detach().aminmax()  # a NaN anywhere makes both NaN
-    if not (math.isfinite(lowest) and math.isfinite(highest)):
-        raise ValueError("rewards must be finite")
-    eps = float(eps)
-    if not math.isfinite(eps) or eps <= 0:
-        raise ValueError("eps must be a positive finite number")
+    eps = _check_rewards(rewards, group_ids, eps)
 
     # TODO 1: centre and scale each reward by its own group's statistics
-    index, n_groups = number_groups(group_ids)  # (N,) in 0..G-1
-    counts = torch.bincount(index, minlength=n_groups)  # (G,) n_g
-    zeros = rewards.new_zeros(n_groups)  # (G,)
+    _, index = torch.unique(group_ids, return_inverse=True)  # (N,) each candidate's group, 0..G-1
+    counts = torch.bincount(index)  # (G,) n_g
+    zeros = rewards.new_zeros(len(counts))  # (G,)
     means = zeros.scatter_add(0, index, rewards) / counts  # (G,) mean_g
-    centered = rewards - means.index_select(0, index)  # (N,) r_i - mean_g
+    centered = rewards - means[index]  # (N,) r_i - mean_g
     variances = zeros.scatter_add(0, index, centered.square()) / counts  # (G,) population variance
     scale = variances.sqrt().clamp_min(eps)  # (G,) max(std_g, eps)
-    # centered / scale, multiplied into the gathered copy: one (N,) buffer fewer than a division
-    advantages = scale.reciprocal().index_select(0, index).mul_(centered)  # (N,)
+    advantages = centered / scale[index]  # (N,)
     # END TODO 1
     return advantages
-
-
-def number_groups(group_ids):
-    """Each candidate's group as a number in 0..G-1, without sorting when the ids allow it.
-
-    Integer ids whose values span fewer than N numbers (the usual prompt indices 0..B-1 in any
-    order) are shifted to start at 0 and used as they are: one pass, whatever the order. Any
-    other ids (a wide span, floats) are numbered by `torch.unique`, which sorts. On the first
-    path a number no candidate has (ids 0 and 2, none with 1) is an empty group: its statistics
-    are 0 / 0 and are never read back.
-
-    Args:
-        group_ids: (N,) ids; equal ids are one group.
-
-    Returns:
-        (index, G): (N,) int64 group numbers in 0..G-1, and G.
-    """
-    if not group_ids.is_floating_point() and group_ids.dtype != torch.bool:
-        lowest, highest = (int(bound) for bound in group_ids.aminmax())
-        if highest - lowest < group_ids.numel():
-            index = group_ids - lowest if lowest else group_ids
-            return index.long(), highest - lowest + 1
-    _, index = torch.unique(group_ids, return_inverse=True)
-    return index, int(index.max()) + 1

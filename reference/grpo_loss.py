@@ -36,6 +36,34 @@ from reference.group_advantages import compute_group_advantages  # kata: include
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo")
 
 
+def _check_inputs(tensors, response_mask, clip_range, beta, loss_type):
+    """Raise ValueError for inputs outside compute_grpo_loss's contract; return (mask, clip_range, beta)."""
+    log_probs_new, log_probs_old, log_probs_ref, rewards, group_ids = tensors
+    if log_probs_new.ndim != 2 or log_probs_new.numel() == 0 or log_probs_new.shape != log_probs_old.shape:
+        raise ValueError("log_probs_new and log_probs_old must be non-empty 2-D tensors of the same shape")
+    if rewards.shape != (log_probs_new.shape[0],) or group_ids.shape != rewards.shape:
+        raise ValueError("rewards and group_ids must have one entry per candidate (row)")
+    clip_range, beta = float(clip_range), float(beta)
+    if not all(math.isfinite(value) and value >= 0 for value in (clip_range, beta)):
+        raise ValueError("clip_range and beta must be non-negative finite numbers")
+    if not (torch.isfinite(log_probs_new).all() and torch.isfinite(log_probs_old).all()):
+        raise ValueError("log_probs_new and log_probs_old must be finite")
+    if log_probs_ref is not None:
+        if log_probs_ref.shape != log_probs_new.shape:
+            raise ValueError("log_probs_ref must have the shape of log_probs_new")
+        if not torch.isfinite(log_probs_ref).all():
+            raise ValueError("log_probs_ref must be finite")
+    if response_mask is None:
+        response_mask = torch.ones_like(log_probs_new, dtype=torch.bool)
+    if response_mask.shape != log_probs_new.shape or response_mask.dtype != torch.bool:
+        raise ValueError("response_mask must be a bool tensor of the shape of log_probs_new")
+    if not response_mask.any(dim=-1).all():
+        raise ValueError("every response needs at least one valid token in response_mask")
+    if loss_type not in LOSS_TYPES:
+        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, not {loss_type!r}")
+    return response_mask, clip_range, beta
+
+
 def compute_grpo_loss(
     log_probs_new,
     log_probs_old,
@@ -70,36 +98,13 @@ def compute_grpo_loss(
     Raises:
         ValueError: for any input outside that contract.
     """
-    if log_probs_new.ndim != 2 or log_probs_new.numel() == 0 or log_probs_new.shape != log_probs_old.shape:
-        raise ValueError("log_probs_new and log_probs_old must be non-empty 2-D tensors of the same shape")
-    if rewards.shape != (log_probs_new.shape[0],) or group_ids.shape != rewards.shape:
-        raise ValueError("rewards and group_ids must have one entry per candidate (row)")
-    clip_range, beta = float(clip_range), float(beta)
-    if not all(math.isfinite(value) and value >= 0 for value in (clip_range, beta)):
-        raise ValueError("clip_range and beta must be non-negative finite numbers")
-    if not (torch.isfinite(log_probs_new).all() and torch.isfinite(log_probs_old).all()):
-        raise ValueError("log_probs_new and log_probs_old must be finite")
-    if log_probs_ref is not None:
-        if log_probs_ref.shape != log_probs_new.shape:
-            raise ValueError("log_probs_ref must have the shape of log_probs_new")
-        if not torch.isfinite(log_probs_ref).all():
-            raise ValueError("log_probs_ref must be finite")
-    if response_mask is None:
-        response_mask = torch.ones_like(log_probs_new, dtype=torch.bool)
-    if response_mask.shape != log_probs_new.shape or response_mask.dtype != torch.bool:
-        raise ValueError("response_mask must be a bool tensor of the shape of log_probs_new")
-    if not response_mask.any(dim=-1).all():
-        raise ValueError("every response needs at least one valid token in response_mask")
-    if loss_type not in LOSS_TYPES:
-        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, not {loss_type!r}")
-
+    tensors = (log_probs_new, log_probs_old, log_probs_ref, rewards, group_ids)
+    response_mask, clip_range, beta = _check_inputs(tensors, response_mask, clip_range, beta, loss_type)
     advantages = compute_group_advantages(rewards, group_ids, eps=eps)  # (B,)
-
     # TODO 2: the token ratio against the frozen sampling policy, and its clipped copy
     ratio = torch.exp(log_probs_new - log_probs_old.detach())  # (B, T)
     clipped_ratio = ratio.clamp(1.0 - clip_range, 1.0 + clip_range)  # (B, T)
     # END TODO 2
-
     # TODO 3: the pessimistic clipped surrogate per token, plus the optional k3 penalty
     token_advantages = advantages.detach().unsqueeze(-1)  # (B, 1), broadcast over tokens
     surrogate = ratio * token_advantages  # (B, T)
@@ -110,17 +115,14 @@ def compute_grpo_loss(
         per_token_kl = torch.exp(log_ratio_ref) - log_ratio_ref - 1.0  # (B, T), >= 0
         per_token_loss = per_token_loss + beta * per_token_kl
     # END TODO 3
-
-    # TODO 4: average each response over its own valid tokens, then weigh candidates equally
-    token_counts = response_mask.sum(dim=-1)  # (B,)
+    # TODO 4: sum each response over its own valid tokens, then aggregate as loss_type says
+    token_counts = response_mask.sum(dim=-1)  # (B,) valid tokens of each response
     token_sums = per_token_loss.masked_fill(~response_mask, 0.0).sum(dim=-1)  # (B,)
-    loss = (token_sums / token_counts).mean()  # ()
-    # END TODO 4
-
-    # TODO 5: TRL's other aggregations: a token mean over the batch, or a fixed divisor
-    if loss_type == "bnpo":
+    if loss_type == "grpo":
+        loss = (token_sums / token_counts).mean()  # () each response's mean, candidates weigh the same
+    elif loss_type == "bnpo":
         loss = token_sums.sum() / token_counts.sum()  # every valid token weighs the same
-    elif loss_type == "dr_grpo":
+    else:  # "dr_grpo"
         loss = token_sums.sum() / response_mask.numel()  # B * T, whatever the lengths
-    # END TODO 5
+    # END TODO 4
     return loss, advantages

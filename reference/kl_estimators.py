@@ -30,6 +30,7 @@ import torch
 
 
 def _check_log_probs(new_logp, ref_logp) -> None:
+    """Raise ValueError unless both are finite floating-point tensors of one shape."""
     if not (isinstance(new_logp, torch.Tensor) and isinstance(ref_logp, torch.Tensor)):
         raise ValueError("new_logp and ref_logp must be tensors")
     if not (new_logp.is_floating_point() and ref_logp.is_floating_point()):
@@ -105,6 +106,19 @@ def k3_kl(new_logp, ref_logp):
     return kl
 
 
+def _check_values_and_mask(values, mask, dim) -> None:
+    """Raise ValueError unless values is a float tensor and mask a bool one of its shape that selects something."""
+    if not (isinstance(values, torch.Tensor) and isinstance(mask, torch.Tensor)):
+        raise ValueError("values and mask must be tensors")
+    if not values.is_floating_point():
+        raise ValueError("values must be a floating-point tensor")
+    if mask.dtype != torch.bool or mask.shape != values.shape:
+        raise ValueError("mask must be a bool tensor of the shape of values")
+    selected = mask.sum() if dim is None else mask.sum(dim=dim)
+    if not bool((selected > 0).all()):
+        raise ValueError("mask selects nothing" + ("" if dim is None else f" in some slice along dim={dim}"))
+
+
 def masked_mean(values, mask, dim=None):
     """Mean of `values` over the positions where `mask` is True.
 
@@ -121,15 +135,7 @@ def masked_mean(values, mask, dim=None):
         ValueError: if mask is not a bool tensor of values' shape, or selects nothing overall
             (dim=None) or in some slice along `dim`.
     """
-    if not (isinstance(values, torch.Tensor) and isinstance(mask, torch.Tensor)):
-        raise ValueError("values and mask must be tensors")
-    if not values.is_floating_point():
-        raise ValueError("values must be a floating-point tensor")
-    if mask.dtype != torch.bool or mask.shape != values.shape:
-        raise ValueError("mask must be a bool tensor of the shape of values")
-    selected = mask.sum() if dim is None else mask.sum(dim=dim)
-    if not bool((selected > 0).all()):
-        raise ValueError("mask selects nothing" + ("" if dim is None else f" in some slice along dim={dim}"))
+    _check_values_and_mask(values, mask, dim)
 
     # TODO 4: sum the selected values, then divide by how many were selected
     kept = values.masked_fill(~mask, 0.0)  # like values; unselected positions hold 0

@@ -34,6 +34,38 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def _check_backbone(backbone, hidden_dim):
+    """Raise ValueError unless backbone is an nn.Module and hidden_dim a positive int."""
+    if not isinstance(backbone, nn.Module):
+        raise ValueError("backbone must be an nn.Module")
+    if isinstance(hidden_dim, bool) or not isinstance(hidden_dim, int) or hidden_dim < 1:
+        raise ValueError("hidden_dim must be a positive int")
+
+
+def _check_ids(input_ids, attention_mask):
+    """Raise ValueError for ids or a mask outside RewardModel.forward's contract; return the (B, T) bool mask."""
+    if input_ids.ndim != 2 or input_ids.numel() == 0 or input_ids.is_floating_point():
+        raise ValueError("input_ids must be a non-empty (B, T) integer tensor")
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids, dtype=torch.bool)
+    if attention_mask.shape != input_ids.shape:
+        raise ValueError("attention_mask must have the shape of input_ids")
+    if not ((attention_mask == 0) | (attention_mask == 1)).all():
+        raise ValueError("attention_mask must hold only 0/1 (or False/True)")
+    mask = attention_mask.bool()  # (B, T)
+    if not mask.any(dim=-1).all():
+        raise ValueError("every row needs at least one real token")
+    if (mask[:, 1:] & ~mask[:, :-1]).any():
+        raise ValueError("attention_mask must be right-padded: in each row, ones then zeros")
+    return mask
+
+
+def _check_rewards(reward_chosen, reward_rejected):
+    """Raise ValueError unless both are non-empty 1-D tensors of the same shape."""
+    if reward_chosen.ndim != 1 or reward_chosen.numel() == 0 or reward_chosen.shape != reward_rejected.shape:
+        raise ValueError("reward_chosen and reward_rejected must be non-empty 1-D tensors of the same shape")
+
+
 class RewardModel(nn.Module):
     """A frozen sequence encoder with a trainable scalar head on each sequence's last real token."""
 
@@ -48,11 +80,8 @@ class RewardModel(nn.Module):
         Raises:
             ValueError: if backbone is not an nn.Module or hidden_dim is not a positive int.
         """
+        _check_backbone(backbone, hidden_dim)
         super().__init__()
-        if not isinstance(backbone, nn.Module):
-            raise ValueError("backbone must be an nn.Module")
-        if isinstance(hidden_dim, bool) or not isinstance(hidden_dim, int) or hidden_dim < 1:
-            raise ValueError("hidden_dim must be a positive int")
         self.hidden_dim = hidden_dim
         # TODO 1: keep the backbone, freeze every parameter of it, and add the trainable value head
         self.backbone = backbone
@@ -76,19 +105,7 @@ class RewardModel(nn.Module):
                 shape, with values other than 0/1, padding that is not on the right, or a row
                 without any real token; or hidden states that are not (B, T, hidden_dim).
         """
-        if input_ids.ndim != 2 or input_ids.numel() == 0 or input_ids.is_floating_point():
-            raise ValueError("input_ids must be a non-empty (B, T) integer tensor")
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids, dtype=torch.bool)
-        if attention_mask.shape != input_ids.shape:
-            raise ValueError("attention_mask must have the shape of input_ids")
-        if not ((attention_mask == 0) | (attention_mask == 1)).all():
-            raise ValueError("attention_mask must hold only 0/1 (or False/True)")
-        mask = attention_mask.bool()  # (B, T)
-        if not mask.any(dim=-1).all():
-            raise ValueError("every row needs at least one real token")
-        if (mask[:, 1:] & ~mask[:, :-1]).any():
-            raise ValueError("attention_mask must be right-padded: in each row, ones then zeros")
+        mask = _check_ids(input_ids, attention_mask)  # (B, T) bool
         with torch.no_grad():  # the backbone is frozen: build no graph through it
             hidden_states = self.backbone(input_ids)  # (B, T, H)
         if hidden_states.shape != (*input_ids.shape, self.hidden_dim):
@@ -115,8 +132,7 @@ class RewardModel(nn.Module):
         Raises:
             ValueError: unless both are non-empty 1-D tensors of the same shape.
         """
-        if reward_chosen.ndim != 1 or reward_chosen.numel() == 0 or reward_chosen.shape != reward_rejected.shape:
-            raise ValueError("reward_chosen and reward_rejected must be non-empty 1-D tensors of the same shape")
+        _check_rewards(reward_chosen, reward_rejected)
         # TODO 3: the Bradley-Terry loss, -log sigmoid(chosen - rejected), averaged over pairs
         margin = reward_chosen - reward_rejected  # (B,)
         loss = -F.logsigmoid(margin).mean()  # (), stable: never log(0)

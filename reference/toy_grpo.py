@@ -39,6 +39,12 @@ from transformers import GPT2Config, GPT2LMHeadModel
 VOCAB = tuple("abcdefghi") + ("<bos>",)  # token ids 0..9
 
 
+def _check_vocab_size(vocab_size):
+    """Raise ValueError unless vocab_size is an integer >= 2."""
+    if int(vocab_size) != vocab_size or vocab_size < 2:
+        raise ValueError("vocab_size must be an integer >= 2")
+
+
 def build_policy(vocab_size, seed):
     """A freshly initialised tiny GPT-2 (no dropout), the same weights for the same seed.
 
@@ -49,8 +55,7 @@ def build_policy(vocab_size, seed):
     Returns:
         a GPT2LMHeadModel with 1 layer, 2 heads, width 16 and context length 4.
     """
-    if int(vocab_size) != vocab_size or vocab_size < 2:
-        raise ValueError("vocab_size must be an integer >= 2")
+    _check_vocab_size(vocab_size)
     config = GPT2Config(
         vocab_size=int(vocab_size),
         n_positions=4,
@@ -96,6 +101,15 @@ def target_probability(policy, bos_id, target_id):
         return next_token_log_probs(policy, bos_id)[target_id].exp().item()
 
 
+def _check_sampling(policy, bos_id, group_size):
+    """Raise ValueError unless group_size is an integer >= 1 and bos_id a token id of the policy."""
+    vocab_size = policy.config.vocab_size
+    if int(group_size) != group_size or group_size < 1:
+        raise ValueError("group_size must be an integer >= 1")
+    if int(bos_id) != bos_id or not 0 <= bos_id < vocab_size:
+        raise ValueError(f"bos_id must be a token id in [0, {vocab_size})")
+
+
 def sample_group(policy, bos_id, group_size, generator):
     """Sample `group_size` answers to `<bos>` from `policy` (the old policy) and record their log-probs.
 
@@ -112,11 +126,7 @@ def sample_group(policy, bos_id, group_size, generator):
     Raises:
         ValueError: for a group_size below 1 or a bos_id outside the vocabulary.
     """
-    vocab_size = policy.config.vocab_size
-    if int(group_size) != group_size or group_size < 1:
-        raise ValueError("group_size must be an integer >= 1")
-    if int(bos_id) != bos_id or not 0 <= bos_id < vocab_size:
-        raise ValueError(f"bos_id must be a token id in [0, {vocab_size})")
+    _check_sampling(policy, bos_id, group_size)
 
     # TODO 1: sample the group from the old policy and keep the log-prob of each answer
     with torch.no_grad():  # the sampler's numbers are data: no graph
@@ -126,6 +136,18 @@ def sample_group(policy, bos_id, group_size, generator):
     old_logp = log_probs[tokens]  # (G,)
     # END TODO 1
     return tokens, old_logp
+
+
+def _check_rewards(rewards, eps):
+    """Raise ValueError unless rewards are 1-D, float, finite, at least two, and eps > 0; return eps."""
+    if rewards.ndim != 1 or rewards.numel() < 2 or not rewards.is_floating_point():
+        raise ValueError("rewards must be a 1-D float tensor with at least two entries")
+    if not torch.isfinite(rewards).all():
+        raise ValueError("rewards must be finite")
+    eps = float(eps)
+    if not math.isfinite(eps) or eps <= 0:
+        raise ValueError("eps must be a positive finite number")
+    return eps
 
 
 def zscore_advantages(rewards, eps=1e-4):
@@ -143,19 +165,30 @@ def zscore_advantages(rewards, eps=1e-4):
     Raises:
         ValueError: for fewer than two rewards, non-finite rewards, or a bad eps.
     """
-    if rewards.ndim != 1 or rewards.numel() < 2 or not rewards.is_floating_point():
-        raise ValueError("rewards must be a 1-D float tensor with at least two entries")
-    if not torch.isfinite(rewards).all():
-        raise ValueError("rewards must be finite")
-    eps = float(eps)
-    if not math.isfinite(eps) or eps <= 0:
-        raise ValueError("eps must be a positive finite number")
+    eps = _check_rewards(rewards, eps)
 
     # TODO 2: z-score the group's rewards (sample std, eps added)
     centered = rewards - rewards.mean()  # (G,)
     advantages = centered / (rewards.std() + eps)  # (G,), std divides by G - 1
     # END TODO 2
     return advantages
+
+
+def _check_step(policy, tokens, old_logp, advantages, clip_range, beta):
+    """Raise ValueError for inputs outside grpo_step_loss's contract; return clip_range and beta as floats."""
+    vocab_size = policy.config.vocab_size
+    if tokens.ndim != 1 or tokens.numel() == 0 or tokens.dtype != torch.int64:
+        raise ValueError("tokens must be a non-empty 1-D int64 tensor")
+    if old_logp.shape != tokens.shape or advantages.shape != tokens.shape:
+        raise ValueError("old_logp and advantages must have one entry per token")
+    if int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size:
+        raise ValueError(f"tokens must be ids in [0, {vocab_size})")
+    if not (torch.isfinite(old_logp).all() and torch.isfinite(advantages).all()):
+        raise ValueError("old_logp and advantages must be finite")
+    clip_range, beta = float(clip_range), float(beta)
+    if not all(math.isfinite(value) and value >= 0 for value in (clip_range, beta)):
+        raise ValueError("clip_range and beta must be non-negative finite numbers")
+    return clip_range, beta
 
 
 def grpo_step_loss(policy, ref_policy, bos_id, tokens, old_logp, advantages, clip_range=0.2, beta=0.04):
@@ -178,18 +211,7 @@ def grpo_step_loss(policy, ref_policy, bos_id, tokens, old_logp, advantages, cli
         ValueError: for mismatched shapes, token ids outside the vocabulary, non-finite
             log-probs or advantages, or a bad clip_range or beta.
     """
-    vocab_size = policy.config.vocab_size
-    if tokens.ndim != 1 or tokens.numel() == 0 or tokens.dtype != torch.int64:
-        raise ValueError("tokens must be a non-empty 1-D int64 tensor")
-    if old_logp.shape != tokens.shape or advantages.shape != tokens.shape:
-        raise ValueError("old_logp and advantages must have one entry per token")
-    if int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size:
-        raise ValueError(f"tokens must be ids in [0, {vocab_size})")
-    if not (torch.isfinite(old_logp).all() and torch.isfinite(advantages).all()):
-        raise ValueError("old_logp and advantages must be finite")
-    clip_range, beta = float(clip_range), float(beta)
-    if not all(math.isfinite(value) and value >= 0 for value in (clip_range, beta)):
-        raise ValueError("clip_range and beta must be non-negative finite numbers")
+    clip_range, beta = _check_step(policy, tokens, old_logp, advantages, clip_range, beta)
 
     # TODO 3: the clipped surrogate and the k3 penalty towards the frozen reference
     new_logp = next_token_log_probs(policy, bos_id)[tokens]  # (G,), with a graph
@@ -205,17 +227,32 @@ def grpo_step_loss(policy, ref_policy, bos_id, tokens, old_logp, advantages, cli
     return loss
 
 
+def _check_modules(old_policy, policy):
+    """Raise ValueError unless both are torch modules."""
+    if not (isinstance(old_policy, torch.nn.Module) and isinstance(policy, torch.nn.Module)):
+        raise ValueError("old_policy and policy must be torch modules")
+
+
 def sync_old_policy(old_policy, policy):
     """Copy the policy's current weights into `old_policy`, in place; the two stay independent.
 
     After the call, `old_policy` computes what `policy` computes now; later updates of `policy`
     do not reach it. `policy` is not changed. Returns None.
     """
-    if not (isinstance(old_policy, torch.nn.Module) and isinstance(policy, torch.nn.Module)):
-        raise ValueError("old_policy and policy must be torch modules")
+    _check_modules(old_policy, policy)
     # TODO 4: refresh the old policy with a copy of the policy's weights
     old_policy.load_state_dict(policy.state_dict())
     # END TODO 4
+
+
+def _check_run(iterations, inner_steps, group_size, target_id, vocab_size):
+    """Raise ValueError for a run train() cannot do."""
+    if int(iterations) != iterations or iterations < 1 or int(inner_steps) != inner_steps or inner_steps < 1:
+        raise ValueError("iterations and inner_steps must be integers >= 1")
+    if int(group_size) != group_size or group_size < 2:
+        raise ValueError("group_size must be an integer >= 2: a group of one has no spread")
+    if int(target_id) != target_id or not 0 <= target_id < vocab_size:
+        raise ValueError(f"target_id must be a token id in [0, {vocab_size})")
 
 
 def train(
@@ -246,12 +283,7 @@ def train(
         ValueError: for iterations or inner_steps below 1, group_size below 2, or a target_id
             outside the vocabulary.
     """
-    if int(iterations) != iterations or iterations < 1 or int(inner_steps) != inner_steps or inner_steps < 1:
-        raise ValueError("iterations and inner_steps must be integers >= 1")
-    if int(group_size) != group_size or group_size < 2:
-        raise ValueError("group_size must be an integer >= 2: a group of one has no spread")
-    if int(target_id) != target_id or not 0 <= target_id < vocab_size:
-        raise ValueError(f"target_id must be a token id in [0, {vocab_size})")
+    _check_run(iterations, inner_steps, group_size, target_id, vocab_size)
     policy = build_policy(vocab_size, seed)
     ref_policy, old_policy = frozen_copy(policy), frozen_copy(policy)
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr)

@@ -152,6 +152,16 @@ def verify_integer_response(response, expected_answer):
     # END TODO 4
 
 
+def _check_scores(scores, weights) -> None:
+    """Raise ValueError unless there is a weight per reward function and they score as many responses."""
+    if len(scores) == 0:
+        raise ValueError("scores needs at least one reward function")
+    if len(weights) != len(scores):
+        raise ValueError(f"{len(weights)} weights for {len(scores)} reward functions")
+    if len({len(column) for column in scores}) != 1:
+        raise ValueError("every reward function must score the same number of responses")
+
+
 def combine_rewards(scores, weights):
     """Weighted sum of several reward functions' scores, skipping the ones that abstained.
 
@@ -168,12 +178,7 @@ def combine_rewards(scores, weights):
         ValueError: when there is no reward function, when weights and scores disagree in
             length, or when the functions score different numbers of responses.
     """
-    if len(scores) == 0:
-        raise ValueError("scores needs at least one reward function")
-    if len(weights) != len(scores):
-        raise ValueError(f"{len(weights)} weights for {len(scores)} reward functions")
-    if len({len(column) for column in scores}) != 1:
-        raise ValueError("every reward function must score the same number of responses")
+    _check_scores(scores, weights)
 
     # TODO 5: None -> NaN, weighted nansum per response, NaN where no function scored
     table = torch.tensor(

@@ -1,14 +1,18 @@
-"""The group-advantages reference itself: both ways of numbering groups, against a float64 loop.
+"""The group-advantages reference and its fast variant, against a float64 loop and each other.
 
 The kata checks compare a learner with the reference; these tests pin the reference to an
-independent computation, so a fast path that numbers groups wrongly cannot pass by agreeing with
+independent computation, and hold the fast variant (gpu_labs/fast_advantages.py: sort-free group
+numbering, a reciprocal multiplied in place) to both, so that neither can pass by agreeing with
 itself.
 """
 
 import pytest
 import torch
 
-from reference.group_advantages import compute_group_advantages, number_groups
+from gpu_labs.fast_advantages import fast_group_advantages, number_groups
+from reference.group_advantages import compute_group_advantages
+
+VERSIONS = {"reference": compute_group_advantages, "fast": fast_group_advantages}
 
 
 def loop_advantages(rewards, group_ids, eps=1e-6):
@@ -41,20 +45,45 @@ IDS = {
 }
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("kind", IDS)
-def test_matches_a_float64_loop_whatever_the_ids(kind, dtype):
+def test_matches_a_float64_loop_whatever_the_ids(kind, dtype, version):
     rewards, group_ids = shuffled_groups(IDS[kind], seed=len(kind))
     rewards = rewards.to(dtype)
     expected = loop_advantages(rewards, group_ids).to(dtype)
-    torch.testing.assert_close(compute_group_advantages(rewards, group_ids), expected)
+    torch.testing.assert_close(VERSIONS[version](rewards, group_ids), expected)
 
 
-@pytest.mark.parametrize("id_dtype", [torch.int32, torch.uint8, torch.float32], ids=["int32", "uint8", "float32"])
-def test_id_dtype_does_not_change_the_result(id_dtype):
-    rewards, group_ids = shuffled_groups(IDS["gaps"], seed=3)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.bfloat16], ids=["float32", "float64", "bfloat16"]
+)
+@pytest.mark.parametrize("kind", IDS)
+def test_fast_variant_matches_the_reference(kind, dtype):
+    rewards, group_ids = shuffled_groups(IDS[kind], seed=len(kind) + 1, dtype=dtype)
     expected = compute_group_advantages(rewards, group_ids)
-    torch.testing.assert_close(compute_group_advantages(rewards, group_ids.to(id_dtype)), expected, rtol=0, atol=0)
+    fast = fast_group_advantages(rewards, group_ids)
+    assert fast.dtype == expected.dtype == dtype
+    torch.testing.assert_close(fast, expected)
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0, float("nan"), float("inf")])
+def test_fast_variant_rejects_what_the_reference_rejects(eps):
+    rewards, group_ids = shuffled_groups(IDS["gaps"], seed=2)
+    bad = [((rewards, group_ids), {"eps": eps}), ((rewards[:0], group_ids[:0]), {})]
+    bad.append(((torch.tensor([float("nan"), 1.0]), torch.tensor([0, 0])), {}))
+    for args, kwargs in bad:
+        for version in VERSIONS.values():
+            with pytest.raises(ValueError):
+                version(*args, **kwargs)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("id_dtype", [torch.int32, torch.uint8, torch.float32], ids=["int32", "uint8", "float32"])
+def test_id_dtype_does_not_change_the_result(id_dtype, version):
+    rewards, group_ids = shuffled_groups(IDS["gaps"], seed=3)
+    expected = VERSIONS[version](rewards, group_ids)
+    torch.testing.assert_close(VERSIONS[version](rewards, group_ids.to(id_dtype)), expected, rtol=0, atol=0)
 
 
 def test_small_integer_ids_are_used_as_they_are():
@@ -77,16 +106,18 @@ def test_wide_float_and_bool_ids_are_numbered_in_sorted_order():
         assert index.dtype == torch.int64
 
 
-def test_bfloat16_stays_accurate_in_groups_larger_than_256():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_bfloat16_stays_accurate_in_groups_larger_than_256(version):
     """Counts and sums are not accumulated one bfloat16 addition at a time (that stalls at 256)."""
     rewards, group_ids = shuffled_groups([0] * 600 + [1] * 40, seed=8, dtype=torch.bfloat16)
     expected = loop_advantages(rewards, group_ids)
-    error = (compute_group_advantages(rewards, group_ids).double() - expected).abs().max().item()
+    error = (VERSIONS[version](rewards, group_ids).double() - expected).abs().max().item()
     assert error < 0.05, f"largest error {error:.3g} against float64"
 
 
-def test_inputs_are_not_modified():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_inputs_are_not_modified(version):
     rewards, group_ids = shuffled_groups(IDS["offset"], seed=4)
     before = rewards.clone(), group_ids.clone()
-    compute_group_advantages(rewards, group_ids)
+    VERSIONS[version](rewards, group_ids)
     assert torch.equal(rewards, before[0]) and torch.equal(group_ids, before[1])

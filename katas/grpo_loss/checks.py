@@ -238,10 +238,10 @@ def test_dtype_follows_inputs(expect):
     expect.matches_reference(FN, *args, **options)
 
 
-# -- TODO 5: TRL's loss_type ---------------------------------------------------------------------
+# -- TODO 4, continued: TRL's loss_type ---------------------------------------------------------
 
 
-@pytest.mark.todo(5)
+@pytest.mark.todo(4)
 @pytest.mark.parametrize("loss_type", ["bnpo", "dr_grpo"])
 def test_other_aggregations_match_reference(expect, loss_type):
     """bnpo and dr_grpo: loss and gradient match the reference on ragged masks with KL
@@ -253,7 +253,7 @@ def test_other_aggregations_match_reference(expect, loss_type):
     expect.gradients_match_reference(FN, *args, wrt=("log_probs_new",), pick=LOSS, **options)
 
 
-@pytest.mark.todo(5)
+@pytest.mark.todo(4)
 def test_three_aggregations_weigh_lengths_differently(expect):
     """On the lesson's 2-candidate fixture grpo, bnpo and dr_grpo give 0, 1/3 and 1/4
 
@@ -271,7 +271,7 @@ def test_three_aggregations_weigh_lengths_differently(expect):
         raise AssertionError(f"losses by loss_type: {shown}")
 
 
-@pytest.mark.todo(5)
+@pytest.mark.todo(4)
 def test_dr_grpo_divides_by_a_fixed_length(expect):
     """dr_grpo divides by B * T: padding every response to twice the width halves the loss
 
