@@ -1,6 +1,7 @@
 """Sessions: `nox` runs the CPU tier (cpu) by default; `nox -s lint` checks style.
 
 nox            # cpu
+nox -s quick                 # the quick tier: pytest -m "not slow" (no grading sweeps, no model runs)
 nox -s lint
 nox -s conformance           # the references against TRL (installs trl; needs PyPI)
 nox -s gpu                   # every lab in gpu_labs.LABS on CUDA (skips without a GPU); -- --model ID goes to `kata lab run`
@@ -25,6 +26,14 @@ def cpu(session: nox.Session) -> None:
     session.install(TORCH_CPU)
     session.install("-e", ".[test]")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(default=False)
+def quick(session: nox.Session) -> None:
+    """The quick tier: every test but the slow ones (grading sweeps, class gradings, model runs)."""
+    session.install(TORCH_CPU)
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "pytest", "-m", "not slow", *session.posargs)
 
 
 @nox.session(default=False)

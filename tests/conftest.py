@@ -1,30 +1,71 @@
 """Fixtures and helpers shared by the tests."""
 
 import os
+import sys
 from contextlib import contextmanager
-from typing import NamedTuple
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from grader.cli import main
 
 
-class MainRun(NamedTuple):
+@dataclass(frozen=True)
+class Run:
     status: int
     out: str
     err: str
+    output: str = ""  # stdout and stderr interleaved, as a terminal shows them
+
+    def __iter__(self):
+        """`status, out, err = kata_main(...)`."""
+        return iter((self.status, self.out, self.err))
+
+
+def _run_kata(*args, input: str | None = None) -> Run:
+    with CliRunner().isolation(input=input) as (out, err, output):
+        try:
+            status = main([str(arg) for arg in args])
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        return Run(status, _text(out), _text(err), _text(output))
+
+
+def _text(stream) -> str:
+    return stream.getvalue().decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+@pytest.fixture(scope="session")
+def kata_main():
+    """`kata_main(*ARGS, input=None) -> Run(status, out, err)`: `kata ARGS` in this process through
+    `grader.cli.main`, exactly as the console script exits (usage errors: one line and status 2), its
+    streams captured by click's CliRunner and `input` typed at its prompts. The one way the tests run
+    the command in-process."""
+    return _run_kata
+
+
+def isolate(patch: pytest.MonkeyPatch, cwd: Path) -> None:
+    """English, 200 columns (in this process; the console script runs at 80), no KATA_WORKSPACE, cwd elsewhere."""
+    patch.setenv("KATA_LANG", "en")
+    patch.setenv("COLUMNS", "200")
+    for name in ("KATA_WORKSPACE", "FORCE_COLOR"):
+        patch.delenv(name, raising=False)
+    patch.chdir(cwd)
 
 
 @pytest.fixture
-def kata_main(capsys):
-    """`kata ARGS` through `grader.cli.main`, exactly as the console script exits (usage errors: status 2)."""
+def isolated(monkeypatch, tmp_path):
+    """A scratch working directory, English, a wide terminal: the default workspace never lands in the repo."""
+    isolate(monkeypatch, tmp_path)
 
-    def run(*args) -> MainRun:
-        status = main([str(arg) for arg in args])
-        out, err = capsys.readouterr()
-        return MainRun(status, out, err)
 
-    return run
+@pytest.fixture
+def workspace(tmp_path) -> Path:
+    """A workspace folder that does not exist yet."""
+    return tmp_path / "ws"
 
 
 @contextmanager

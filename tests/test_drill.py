@@ -1,7 +1,7 @@
 """`kata drill`: blanks chosen from the reference, typed back in the terminal or in a drill file.
 
 The pure part (positions, drills, judging answers) is tested for every kata and several seeds; the
-command through click's `CliRunner`. Each `--check` spawns a grading run (seconds), so there are
+command through the `kata_main` fixture (conftest). Each `--check` spawns a grading run (seconds), so there are
 three: a right, a wrong and an equivalent filling.
 """
 
@@ -13,10 +13,8 @@ import tokenize
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from rich.console import Console
 
-from grader.cli import cli, main
 from grader.content import drill, render
 from grader.content.catalogue import all_katas
 from grader.report.styles import THEME
@@ -30,13 +28,6 @@ def _drills(slug: str):
     for seed in SEEDS:
         for level in drill.LEVELS:
             yield drill.make_drill(slug, seed, level)
-
-
-def kata(*args, input: str | None = None):
-    result = CliRunner().invoke(
-        cli, [str(arg) for arg in args], input=input, standalone_mode=False, catch_exceptions=False
-    )
-    return result.return_value, result.stdout, result.stderr
 
 
 def _token_bounds(source: str) -> set[int]:
@@ -198,10 +189,10 @@ def test_ask_stops_at_end_of_input_with_what_was_answered():
     assert (score.answered, score.right, score.stopped) == (2, 2, True)
 
 
-def test_interactive_drill_through_the_command_records_the_best_score(tmp_path):
+def test_interactive_drill_through_the_command_records_the_best_score(kata_main, tmp_path):
     exercise = drill.make_drill("kl_estimators", 3, "easy")
     typed = "\n".join(exercise.answers) + "\n"
-    status, out, _ = kata(
+    status, out, _ = kata_main(
         "drill", "kl_estimators", "--seed", 3, "--level", "easy", "-i", "--workspace", tmp_path, input=typed
     )
     assert status == 0, out
@@ -210,26 +201,26 @@ def test_interactive_drill_through_the_command_records_the_best_score(tmp_path):
     progress = json.loads((tmp_path / ".progress.json").read_text())
     assert progress["katas"]["kl_estimators"]["drill"]["easy"]["right"] == 5
     assert not (tmp_path / "kl_estimators.py").exists()
-    status, out, _ = kata("list", "--workspace", tmp_path)
+    status, out, _ = kata_main("list", "--workspace", tmp_path)
     assert "drill: easy 5/5" in out
 
 
 # -- the drill file ------------------------------------------------------------------------------
-def test_file_mode_writes_the_drill_file_never_the_kata_file_and_refuses_to_overwrite(tmp_path):
+def test_file_mode_writes_the_drill_file_never_the_kata_file_and_refuses_to_overwrite(kata_main, tmp_path):
     kata_file = tmp_path / "dpo_loss.py"
     kata_file.write_text("mine\n")
-    status, out, _ = kata("drill", "dpo_loss", "--seed", 4, "--workspace", tmp_path)
+    status, out, _ = kata_main("drill", "dpo_loss", "--seed", 4, "--workspace", tmp_path)
     path = tmp_path / "drills" / "dpo_loss.drill.py"
     assert status == 0
     assert path.read_text() == drill.make_drill("dpo_loss", 4, "medium").file_text()
     assert kata_file.read_text() == "mine\n"
-    status, _, err = kata("drill", "dpo_loss", "--seed", 5, "--workspace", tmp_path)
+    status, _, err = kata_main("drill", "dpo_loss", "--seed", 5, "--workspace", tmp_path)
     assert status == 1 and "already exists" in err
     assert path.read_text() == drill.make_drill("dpo_loss", 4, "medium").file_text()
-    status, _, _ = kata("drill", "dpo_loss", "--seed", 5, "--force", "--workspace", tmp_path)
+    status, _, _ = kata_main("drill", "dpo_loss", "--seed", 5, "--force", "--workspace", tmp_path)
     assert status == 0 and path.read_text() == drill.make_drill("dpo_loss", 5, "medium").file_text()
     assert [p.name for p in (tmp_path / ".backups").iterdir()][0].startswith("dpo_loss.drill.")
-    status, _, err = kata("drill", "dpo_loss", "--out", kata_file, "--workspace", tmp_path)
+    status, _, err = kata_main("drill", "dpo_loss", "--out", kata_file, "--workspace", tmp_path)
     assert status == 1 and kata_file.read_text() == "mine\n"
 
 
@@ -244,23 +235,23 @@ def test_file_mode_writes_the_drill_file_never_the_kata_file_and_refuses_to_over
         ["--ratio", "0"],
     ],
 )
-def test_usage_errors_exit_2(args, tmp_path, monkeypatch, capsys):
+def test_usage_errors_exit_2(kata_main, args, tmp_path, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)
-    assert main(["drill", "kl_estimators", "--workspace", str(tmp_path), *args]) == 2
+    assert kata_main("drill", "kl_estimators", "--workspace", tmp_path, *args).status == 2
 
 
-def test_checking_a_file_that_is_not_a_drill_exits_2(tmp_path):
+def test_checking_a_file_that_is_not_a_drill_exits_2(kata_main, tmp_path):
     other = tmp_path / "other.py"
     other.write_text("x = 1\n")
-    assert main(["drill", "kl_estimators", "--check", str(other)]) == 2
+    assert kata_main("drill", "kl_estimators", "--check", other).status == 2
 
 
 @pytest.mark.slow
-def test_check_grades_blank_by_blank_and_by_the_checks(tmp_path):
+def test_check_grades_blank_by_blank_and_by_the_checks(kata_main, tmp_path):
     exercise = drill.make_drill("kl_estimators", 3, "easy")
     right = tmp_path / "right.drill.py"
     right.write_text(drill.fill(exercise.file_text(), exercise.answers))
-    status, out, _ = kata("drill", "kl_estimators", "--check", right, "--workspace", tmp_path)
+    status, out, _ = kata_main("drill", "kl_estimators", "--check", right, "--workspace", tmp_path)
     assert status == 0, out
     assert "5 of 5 blanks as in the reference" in out and "passes all" in out
     assert (
@@ -271,7 +262,7 @@ def test_check_grades_blank_by_blank_and_by_the_checks(tmp_path):
     wrong_answers[4] = "mask"  # ~mask: the kept values would be the masked-out ones
     wrong = tmp_path / "wrong.drill.py"
     wrong.write_text(drill.fill(exercise.file_text(), wrong_answers))
-    status, out, _ = kata("drill", "kl_estimators", "--check", wrong, "--workspace", tmp_path)
+    status, out, _ = kata_main("drill", "kl_estimators", "--check", wrong, "--workspace", tmp_path)
     assert status == 1
     assert "4 of 5 blanks as in the reference" in out
     assert "the reference has ~mask" in " ".join(out.split())
@@ -281,13 +272,13 @@ def test_check_grades_blank_by_blank_and_by_the_checks(tmp_path):
 
 
 @pytest.mark.slow
-def test_check_reports_an_equivalent_answer_that_behaves_correctly(tmp_path):
+def test_check_reports_an_equivalent_answer_that_behaves_correctly(kata_main, tmp_path):
     exercise = drill.make_drill("concepts", 0, None, blanks=12)
     answers = list(exercise.answers)
     answers[0] = "0.8808"  # sigmoid(2), written as a number
     path = tmp_path / "concepts.drill.py"
     path.write_text(drill.fill(exercise.file_text(), answers))
-    status, out, _ = kata("drill", "concepts", "--check", path, "--workspace", tmp_path)
+    status, out, _ = kata_main("drill", "concepts", "--check", path, "--workspace", tmp_path)
     assert status == 0, out
     assert "but the checks pass: equivalent" in " ".join(out.split())
     assert "11 of 12 blanks as in the reference" in out

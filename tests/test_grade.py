@@ -15,11 +15,9 @@ import time
 from xml.etree import ElementTree
 
 import pytest
-from click.testing import CliRunner
 from conftest import need_sandbox, processes_named
 
 from grader.classroom import batch, gradesheet
-from grader.cli import cli
 from grader.content.catalogue import get_kata
 from grader.run import containment
 
@@ -119,16 +117,14 @@ def bomb_processes() -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, kata_main):
     """The class above graded once through `kata grade`: (exit status, output, out folder, sheet)."""
     need_sandbox()
     root = tmp_path_factory.mktemp("class")
     submissions, out = root / "submissions", root / "grades"
     make_class(submissions, out)
-    result = CliRunner().invoke(
-        cli,
-        ["grade", str(submissions), "--out", str(out), "--workers", "2", "--timeout", str(TIMEOUT)]
-        + ["--memory", str(MEMORY_MB)],
+    result = kata_main(
+        "grade", submissions, "--out", out, "--workers", "2", "--timeout", TIMEOUT, "--memory", MEMORY_MB
     )
     sheet = json.loads((out / "grades.json").read_text(encoding="utf-8"))
     return result, out, sheet, bomb_processes()
@@ -146,7 +142,7 @@ def messages(sheet, student) -> str:
 @pytest.mark.slow
 def test_a_correct_file_gets_full_marks_and_a_misconception_is_named(graded):
     result, _, sheet, _ = graded
-    assert result.exit_code == 0, result.output
+    assert result.status == 0, result.output
     assert entry(sheet, "ada")["score"] == 1.0
     bo = entry(sheet, "bo")
     assert 0 < bo["score"] < 1 and bo["diagnosis"] == "eps_added"

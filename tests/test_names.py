@@ -10,11 +10,9 @@ import re
 from xml.etree import ElementTree
 
 import pytest
-from click.testing import CliRunner
 
 from grader.classroom import batch, gradesheet
 from grader.classroom.names import NAME_BYTES, display_name, file_name, json_text
-from grader.cli import cli
 from grader.content.catalogue import get_kata
 
 SLUG = "group_advantages"
@@ -156,12 +154,12 @@ def test_discovery_and_the_scratch_copy_take_any_name(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_class_of_odd_names_is_graded_and_written_one_way_everywhere(tmp_path):
+def test_a_class_of_odd_names_is_graded_and_written_one_way_everywhere(kata_main, tmp_path):
     submissions, out = tmp_path / "class", tmp_path / "out"
     make_class(submissions)
     command = ["grade", str(submissions), "--out", str(out), "--timeout", "3", "--workers", "2"]
-    result = CliRunner().invoke(cli, command)
-    assert result.exit_code == 0, result.output
+    result = kata_main(*command)
+    assert result.status == 0, result.output
     shown = sorted(CLASS.values())
 
     sheet = json.loads((out / "grades.json").read_text(encoding="utf-8"))
@@ -188,5 +186,5 @@ def test_a_class_of_odd_names_is_graded_and_written_one_way_everywhere(tmp_path)
 
     assert r"caf\xe9: \xff.py named after no kata" in result.output
     assert r"stray\x01file" in result.output
-    again = CliRunner().invoke(cli, command)
-    assert again.exit_code == 0 and f"graded 0, unchanged {len(CLASS)}" in again.output, again.output
+    again = kata_main(*command)
+    assert again.status == 0 and f"graded 0, unchanged {len(CLASS)}" in again.output, again.output

@@ -1,6 +1,6 @@
 """`kata quiz` and grader.content.quiz: the questions of a concept kata, asked and graded one by one.
 
-The command runs in this process through click's `CliRunner`, with the typed answers given as
+The command runs in this process through the `kata_main` fixture (conftest), with the typed answers given as
 `input=`; the pure functions are tested directly, the terminal loop with a rich Console that
 writes into a string.
 """
@@ -9,13 +9,10 @@ import io
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
 
 import pytest
-from click.testing import CliRunner
 from rich.console import Console
 
-from grader.cli import cli, main
 from grader.content import quiz
 from grader.content.catalogue import get_kata
 
@@ -24,18 +21,9 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 QUESTIONS = quiz.load_questions(SLUG)
 
 
-@dataclass
-class Run:
-    status: int
-    out: str
-    err: str
-
-
-def kata_quiz(*args, typed: list[str]) -> Run:
-    """`kata quiz ARGS` with these lines typed at the prompts (then end of input)."""
-    text = "".join(f"{line}\n" for line in typed)
-    result = CliRunner().invoke(cli, ["quiz", *args], input=text, standalone_mode=False, catch_exceptions=False)
-    return Run(result.return_value, result.stdout, result.stderr)
+def lines_typed(lines: list[str]) -> str:
+    """These lines typed at the prompts, then end of input."""
+    return "".join(f"{line}\n" for line in lines)
 
 
 def right_answers() -> list[str]:
@@ -179,8 +167,8 @@ def test_ask_stops_cleanly_on_ctrl_c():
 # -- kata quiz -------------------------------------------------------------------------------------
 
 
-def test_all_answers_right_exit_0_with_the_score():
-    run = kata_quiz(SLUG, typed=right_answers())
+def test_all_answers_right_exit_0_with_the_score(kata_main):
+    run = kata_main("quiz", SLUG, input=lines_typed(right_answers()))
 
     assert run.status == 0, run.out
     assert f"Score: {len(QUESTIONS)} of {len(QUESTIONS)} right." in run.out
@@ -189,12 +177,12 @@ def test_all_answers_right_exit_0_with_the_score():
         assert flat(question.text["en"]) in flat(run.out)
 
 
-def test_a_wrong_answer_shows_the_right_one_and_why_and_exits_1():
+def test_a_wrong_answer_shows_the_right_one_and_why_and_exits_1(kata_main):
     question = next(q for q in QUESTIONS if q.key == "dpo_removes")
     typed = right_answers()
     typed[QUESTIONS.index(question)] = "a"
 
-    run = kata_quiz(SLUG, typed=typed)
+    run = kata_main("quiz", SLUG, input=lines_typed(typed))
 
     assert run.status == 1
     assert f"Score: {len(QUESTIONS) - 1} of {len(QUESTIONS)} right." in run.out
@@ -204,23 +192,23 @@ def test_a_wrong_answer_shows_the_right_one_and_why_and_exits_1():
     assert flat(question.explanation["en"]) in flat(run.out)
 
 
-def test_text_that_is_no_answer_is_asked_again():
-    run = kata_quiz(SLUG, typed=["not a number", *right_answers()])
+def test_text_that_is_no_answer_is_asked_again(kata_main):
+    run = kata_main("quiz", SLUG, input=lines_typed(["not a number", *right_answers()]))
 
     assert run.status == 0
     assert "Please answer with a number" in run.out
 
 
-def test_end_of_input_midway_ends_cleanly_with_status_1():
-    run = kata_quiz(SLUG, typed=right_answers()[:3])
+def test_end_of_input_midway_ends_cleanly_with_status_1(kata_main):
+    run = kata_main("quiz", SLUG, input=lines_typed(right_answers()[:3]))
 
     assert run.status == 1
     assert f"Quiz stopped after 3 of {len(QUESTIONS)} questions: 3 right." in run.out
     assert "Traceback" not in run.out + run.err
 
 
-def test_a_kata_without_questions_is_refused_in_one_line():
-    run = kata_quiz("group_advantages", typed=[])
+def test_a_kata_without_questions_is_refused_in_one_line(kata_main):
+    run = kata_main("quiz", "group_advantages", input=lines_typed([]))
 
     assert run.status == 1
     assert run.out == ""
@@ -229,8 +217,8 @@ def test_a_kata_without_questions_is_refused_in_one_line():
     ]
 
 
-def test_lang_zh_asks_in_chinese():
-    run = kata_quiz(SLUG, "--lang", "zh", typed=right_answers())
+def test_lang_zh_asks_in_chinese(kata_main):
+    run = kata_main("quiz", SLUG, "--lang", "zh", input=lines_typed(right_answers()))
 
     assert run.status == 0
     assert "".join(QUESTIONS[0].text["zh"].split()) in "".join(run.out.split())
@@ -238,9 +226,10 @@ def test_lang_zh_asks_in_chinese():
     assert "Score" not in run.out
 
 
-def test_an_unknown_kata_is_a_usage_error(capsys):
-    assert main(["quiz", "no_such_kata"]) == 2
-    assert "unknown kata" in capsys.readouterr().err
+def test_an_unknown_kata_is_a_usage_error(kata_main):
+    run = kata_main("quiz", "no_such_kata")
+    assert run.status == 2
+    assert "unknown kata" in run.err
 
 
 def test_quiz_never_imports_torch():

@@ -16,10 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from conftest import need_sandbox, processes_named
 
-from grader.cli import cli
 from grader.content.catalogue import get_kata
 
 SLUG = "group_advantages"
@@ -180,7 +178,7 @@ def project_files() -> dict[str, float]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, kata_main):
     need_sandbox()
     root = tmp_path_factory.mktemp("sandboxed")
     submissions, out = root / "submissions", root / "grades"
@@ -212,9 +210,7 @@ def graded(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TMPDIR", str(temporary))
         patch.setattr(tempfile, "tempdir", None)
-        result = CliRunner().invoke(
-            cli, ["grade", str(submissions), "--out", str(out), "--workers", "2", "--timeout", "5", "--memory", "256"]
-        )
+        result = kata_main("grade", submissions, "--out", out, "--workers", "2", "--timeout", "5", "--memory", "256")
     left_right_after = daemons()
     time.sleep(5)  # what a daemon would do later, it would have done by now
     stop.set()
@@ -238,7 +234,7 @@ def score(graded, student):
 
 
 def test_every_student_was_graded_in_the_sandbox(graded):
-    assert graded["result"].exit_code == 0, graded["result"].output
+    assert graded["result"].status == 0, graded["result"].output
     for student, entry in graded["sheet"]["students"].items():
         assert entry[SLUG]["status"] == "graded", student
         assert entry[SLUG]["sandboxed"] is True, student
@@ -292,12 +288,12 @@ def test_without_bwrap_kata_grade_refuses_in_one_line(tmp_path, kata_main, monke
     assert run.err.strip().count("\n") == 0 and "apt-get install bubblewrap" in run.err and "--no-sandbox" in run.err
 
 
-def test_no_sandbox_is_said_in_the_output_the_json_and_each_junit_file(tmp_path):
+def test_no_sandbox_is_said_in_the_output_the_json_and_each_junit_file(kata_main, tmp_path):
     (tmp_path / "class" / "ada").mkdir(parents=True)
     (tmp_path / "class" / "ada" / f"{SLUG}.py").write_text(REFERENCE)
     out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["grade", str(tmp_path / "class"), "--out", str(out), "--no-sandbox"])
-    assert result.exit_code == 0, result.output
+    result = kata_main("grade", tmp_path / "class", "--out", out, "--no-sandbox")
+    assert result.status == 0, result.output
     assert "without the sandbox" in result.output
     entry = json.loads((out / "grades.json").read_text())["students"]["ada"][SLUG]
     assert entry["score"] == 1.0 and entry["sandboxed"] is False

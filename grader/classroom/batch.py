@@ -18,6 +18,9 @@ reads the report, checks it, and turns every other ending into a result with a r
 
 The pool is concurrent.futures.ProcessPoolExecutor with "spawn" workers; a worker that dies is
 replaced and its files are graded again.
+
+`grade_targets` grades the built-in targets (reference, template, misconception:ID) through the
+same warm workers, one forked judge each: the content tests' sweep of every kata.
 """
 
 import gc
@@ -293,6 +296,8 @@ def warm(settings: Settings, imports: list[str], drops: Path) -> None:
     from grader.run.judge import Zygote
     from grader.run.limits import Limits
 
+    for line in imports:  # the references' own imports (transformers, for one): each judge forks with them loaded
+        exec(line, {})
     global _DROP
     _DROP = Path(tempfile.mkdtemp(prefix="drop-", dir=drops))
     drop = _DROP if settings.sandboxed else None
@@ -307,28 +312,33 @@ def warm(settings: Settings, imports: list[str], drops: Path) -> None:
 
 def grade_file(job: Job) -> dict:
     """Grade one student's kata file in a scratch copy of their folder, inside a box; never raises for the file's sake."""
-    from grader.run.child import last_line
-    from grader.run.grading import pytest_arguments
-
     start = time.perf_counter()
-    kata = catalogue.get_kata(job.slug)
-    settings = job.settings
-    with (
-        tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_DROP, ignore_cleanup_errors=True) as work,
-        tempfile.TemporaryDirectory(prefix="kata-report-", ignore_cleanup_errors=True) as private,
-    ):
+    with tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_DROP, ignore_cleanup_errors=True) as work:
         scratch = Path(work)
         copy_folder(job.folder, scratch, job.slug)
-        report = Path(private) / f"{secrets.token_hex(16)}.json"
-        log = Path(private) / "pytest.log"
-        arguments = pytest_arguments(kata, scratch / f"{job.slug}.py", settings.timeout, report)
-        ending, peak_kb = _run_boxed(arguments, scratch, log, settings)
-        result = _read_report(report, job.slug)
+        result, reason, peak_kb = _judge(job.slug, scratch / f"{job.slug}.py", scratch, job.settings)
         if result is None:
-            reason = ending or f"the grading run ended without a result: {last_line(log)}"
             reason = reason.replace(f"{scratch}{os.sep}", f"{job.student}{os.sep}")
             return failed_record(job, reason, time.perf_counter() - start, peak_kb)
     return _record(job, result, time.perf_counter() - start, peak_kb)
+
+
+def _judge(slug: str, target: str | Path, scratch: Path, settings: Settings) -> tuple[GradeResult | None, str, int]:
+    """Grade `target` (a file in `scratch`, or a built-in target) in a boxed judge forked in `scratch`.
+
+    Returns the run's result (None when it gave none), why it gave none, and the judge's peak memory in KiB.
+    """
+    from grader.run.child import last_line
+    from grader.run.grading import pytest_arguments
+
+    with tempfile.TemporaryDirectory(prefix="kata-report-", ignore_cleanup_errors=True) as private:
+        report = Path(private) / f"{secrets.token_hex(16)}.json"
+        log = Path(private) / "pytest.log"
+        arguments = pytest_arguments(catalogue.get_kata(slug), target, settings.timeout, report)
+        ending, peak_kb = _run_boxed(arguments, scratch, log, settings)
+        result = _read_report(report, slug)
+        reason = "" if result else ending or f"the grading run ended without a result: {last_line(log)}"
+    return result, reason, peak_kb
 
 
 def copy_folder(folder: Path, scratch: Path, slug: str) -> None:
@@ -389,3 +399,41 @@ def _record(job: Job, result: GradeResult, seconds: float, peak_kb: int = 0) -> 
 def failed_record(job: Job, reason: str, seconds: float, peak_kb: int = 0) -> dict:
     """A result for a file whose grading run gave none: no checks, the reason as its load error."""
     return _record(job, GradeResult(job.slug, f"{job.slug}.py", [], load_error=reason), seconds, peak_kb)
+
+
+# -- built-in targets (the content tests) -----------------------------------------------------
+
+
+def grade_targets(
+    targets: list[tuple[str, str]], workers: int, settings: Settings
+) -> dict[tuple[str, str], GradeResult]:
+    """{(slug, target): result} for built-in targets ("reference", "template", "misconception:ID"),
+    graded by a pool of warm workers exactly as `grade_file` grades a student's file.
+
+    A target whose grading gave no result (or whose worker died) gets a result with no checks and
+    the reason as its load error.
+    """
+    if not targets:
+        return {}
+    with ProcessPoolExecutor(
+        min(workers, len(targets)),
+        mp_context=get_context("spawn"),
+        initializer=warm,
+        initargs=(settings, sorted({line for slug, _ in targets for line in _warm_imports(slug)})),
+    ) as pool:
+        futures = {pool.submit(grade_target, slug, target, settings): (slug, target) for slug, target in targets}
+        results = {}
+        for future in as_completed(futures):
+            slug, target = futures[future]
+            try:
+                results[slug, target] = future.result()
+            except Exception as error:  # the grader's own failure (a dead worker included)
+                results[slug, target] = GradeResult(slug, target, [], load_error=f"the grader failed: {error!r}")
+    return {job: results[job] for job in targets}
+
+
+def grade_target(slug: str, target: str, settings: Settings) -> GradeResult:
+    """Grade one built-in target of kata `slug` in a worker, in an empty scratch folder, inside a box."""
+    with tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_DROP, ignore_cleanup_errors=True) as work:
+        result, reason, _ = _judge(slug, target, Path(work), settings)
+    return result or GradeResult(slug, target, [], load_error=reason)

@@ -1,0 +1,192 @@
+"""`kata check` and `kata solution`: grading a file, its report in text and JSON, the progress it records,
+and the solution that opens once the kata is passed.
+
+Each `kata check` spawns a pytest child that imports torch (a few seconds), so the grading runs
+are few and shared through module-scoped fixtures.
+"""
+
+import json
+import re
+
+import pytest
+from cli_support import flat, grpo_reference, kata_script, list_rows, list_table, old_not_detached
+from conftest import isolate
+
+from grader.content.catalogue import get_kata
+from grader.report.results import STATUSES
+
+CHECK_KEYS = {"name", "todo", "status", "message", "misconception"}
+
+pytestmark = pytest.mark.usefixtures("isolated")
+
+
+# -- shared grading runs (module scope: each costs a pytest child that imports torch) ---------------
+
+
+@pytest.fixture(scope="module")
+def passed_run(kata_main, tmp_path_factory):
+    """The reference solution in the workspace file, graded by `kata check grpo_loss`."""
+    root = tmp_path_factory.mktemp("passed")
+    workspace = root / "ws"
+    workspace.mkdir()
+    (workspace / "grpo_loss.py").write_text(grpo_reference(), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        isolate(patch, root)
+        run = kata_main("check", "grpo_loss", "--workspace", workspace)
+    return workspace, run
+
+
+@pytest.fixture(scope="module")
+def misconception_run(kata_main, tmp_path_factory):
+    """A started workspace, then `kata check --file --json` on a copy whose old log-probs are not detached."""
+    root = tmp_path_factory.mktemp("misconception")
+    workspace = root / "ws"
+    with pytest.MonkeyPatch.context() as patch:
+        isolate(patch, root)
+        assert kata_main("start", "grpo_loss", "--workspace", workspace).status == 0
+        before = {path.name: path.read_bytes() for path in workspace.iterdir()}
+        target = root / "mine.py"
+        target.write_text(old_not_detached(), encoding="utf-8")
+        run = kata_main("check", "grpo_loss", "--workspace", workspace, "--file", target, "--json")
+    return workspace, before, target, run
+
+
+# -- kata check ------------------------------------------------------------------------------------
+
+
+def test_check_without_a_file_exits_1_and_says_to_start(kata_main, workspace):
+    run = kata_main("check", "grpo_loss", "--workspace", workspace)
+
+    assert run.status == 1
+    assert f"no file to grade at {workspace / 'grpo_loss.py'}. Run `kata start grpo_loss` first." in flat(run.err)
+    assert not workspace.exists()
+
+
+def test_check_of_a_missing_file_option_exits_1_without_suggesting_start(kata_main, tmp_path):
+    run = kata_main("check", "grpo_loss", "--file", tmp_path / "nowhere.py")
+
+    assert run.status == 1
+    assert "no file to grade at" in flat(run.err) and "kata start" not in run.err
+
+
+def test_check_passes_the_reference_and_ends_with_the_summary(passed_run, misconception_run):
+    _, run = passed_run
+    total = len(json.loads(misconception_run[3].out)["checks"])
+
+    assert run.status == 0, run.out + run.err
+    assert run.out.rstrip("\n").splitlines()[-1] == f"{total} passed, 0 failed"
+    assert "kata solution grpo_loss" in flat(run.out)
+
+
+def test_a_passing_check_records_progress(kata_main, passed_run):
+    workspace, _ = passed_run
+
+    row = list_rows(kata_main, workspace)["grpo_loss"]
+
+    assert row["status"] == "passed"
+    assert row["last_check"]["failed"] == 0 and row["last_check"]["failing_todos"] == []
+    assert row["last_check"]["passed"] > 0
+
+
+def test_solution_opens_once_the_kata_is_passed(kata_main, passed_run):
+    workspace, _ = passed_run
+
+    run = kata_main("solution", "grpo_loss", "--workspace", workspace)
+
+    assert run.status == 0
+    assert run.out == grpo_reference()
+    assert "def compute_grpo_loss" in run.out
+
+
+def test_solution_is_refused_before_the_kata_is_passed_unless_forced(kata_main, workspace):
+    assert kata_main("start", "grpo_loss", "--workspace", workspace).status == 0
+
+    refused = kata_main("solution", "grpo_loss", "--workspace", workspace)
+    forced = kata_main("solution", "grpo_loss", "--workspace", workspace, "--force")
+
+    assert refused.status == 1 and refused.out == ""
+    assert "grpo_loss is not passed yet" in flat(refused.err)
+    assert forced.status == 0
+    assert "def compute_grpo_loss" in forced.out
+
+
+def test_check_json_is_one_object_with_the_documented_fields(misconception_run):
+    _, _, target, run = misconception_run
+
+    data = json.loads(run.out)
+
+    assert run.status == 1
+    assert {"kata", "passed", "failed", "score", "checks"} <= set(data)
+    assert "matches" not in data
+    assert data["kata"] == "grpo_loss"
+    assert data["target"] == str(target.resolve())
+    assert data["passed"] + data["failed"] == len(data["checks"])
+    assert data["failed"] > 0
+    assert data["score"] == round(data["passed"] / len(data["checks"]), 4)
+    for check in data["checks"]:
+        assert CHECK_KEYS <= set(check)
+        assert check["status"] in STATUSES
+    assert data["passed"] == sum(check["status"] == "passed" for check in data["checks"])
+
+
+def test_check_json_names_the_misconception_on_every_failing_check(misconception_run):
+    data = json.loads(misconception_run[3].out)
+
+    failing = [check for check in data["checks"] if check["status"] != "passed"]
+
+    assert failing
+    assert {check["misconception"] for check in failing} == {"old_not_detached"}
+    assert {check["todo"] for check in failing} >= {get_kata("grpo_loss").misconception("old_not_detached").todo}
+    assert all(check["misconception"] is None for check in data["checks"] if check["status"] == "passed")
+    assert data["diagnosis"] == "old_not_detached"
+
+
+def test_check_with_a_file_option_writes_no_progress(misconception_run):
+    workspace, before, _, _ = misconception_run
+
+    assert {path.name: path.read_bytes() for path in workspace.iterdir()} == before
+
+
+def test_check_of_the_blank_template_fails_and_records_the_failing_todos(kata_main, workspace):
+    assert kata_main("start", "grpo_loss", "--workspace", workspace).status == 0
+
+    run = kata_main("check", "grpo_loss", "--workspace", workspace, "--json")
+
+    data = json.loads(run.out)
+    row = list_rows(kata_main, workspace)["grpo_loss"]
+    total = len(data["checks"])
+    assert run.status == 1
+    assert data["passed"] == 0 and data["failed"] == total > 0
+    assert all(check["status"] in STATUSES for check in data["checks"])
+    assert row["status"] == "in progress"
+    assert row["last_check"]["passed"] == 0 and row["last_check"]["failed"] == total
+    first_todo = get_kata("grpo_loss").todos[0].number
+    assert row["last_check"]["failing_todos"][0] == first_todo
+    listed = kata_main("list", "--workspace", workspace).out
+    assert list_table(listed)["grpo_loss"].endswith(f"in progress (0/{total} checks)")
+    assert listed.splitlines()[-1] == f"Next: kata hint grpo_loss --todo {first_todo}"
+
+
+def test_check_names_the_misconception_in_the_text_report_from_the_console_script(kata_main, tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "grpo_loss.py").write_text(old_not_detached(), encoding="utf-8")
+
+    run = kata_script("check", "grpo_loss", "--workspace", "ws", cwd=tmp_path)
+
+    assert run.status == 1
+    assert "⚑ Likely misconception: old log-probs not detached" in flat(run.out)
+    assert re.fullmatch(r"\d+ passed, [1-9]\d* failed", run.out.rstrip("\n").splitlines()[-1])
+    todo = get_kata("grpo_loss").misconception("old_not_detached").todo
+    assert f"Next: TODO {todo} first. Hint: kata hint grpo_loss --todo {todo}" in flat(run.out)
+    assert list_rows(kata_main, workspace)["grpo_loss"]["last_check"]["failing_todos"][0] == todo
+
+
+def test_check_grades_a_file_named_reference_not_the_builtin_reference(kata_main, tmp_path):
+    (tmp_path / "reference").write_text(get_kata("grpo_loss").template("en"), encoding="utf-8")
+
+    run = kata_main("check", "grpo_loss", "--file", "reference", "--json")
+
+    data = json.loads(run.out)
+    assert data["target"] == str((tmp_path / "reference").resolve())
+    assert run.status == 1 and data["passed"] == 0

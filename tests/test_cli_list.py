@@ -1,0 +1,135 @@
+"""`kata list`: the katas in learning order, their status, the next command; in text and JSON."""
+
+import json
+
+import pytest
+from cli_support import CJK, all_slugs, list_json, list_rows, list_table, record_check
+
+from grader.content.catalogue import DIFFICULTIES, all_katas, get_kata
+
+ROW_KEYS = {"slug", "order", "title", "difficulty", "status", "prerequisites", "file", "last_check"}
+
+pytestmark = pytest.mark.usefixtures("isolated")
+
+
+def test_list_shows_the_katas_in_learning_order_with_the_first_one_next(kata_main, workspace):
+    katas = all_katas()
+    run = kata_main("list", "--workspace", workspace)
+
+    assert run.status == 0
+    lines = run.out.splitlines()
+    rows = lines[1 : len(katas) + 1]
+    assert lines[0].split() == ["#", "kata", "title", "difficulty", "after", "status"]
+    assert [row.split()[:2] for row in rows] == [[str(kata_.order), kata_.slug] for kata_ in katas]
+    orders = [kata_.order for kata_ in katas]
+    assert orders == sorted(orders)
+    for kata_, row in zip(katas, rows):
+        after = ", ".join(kata_.prerequisites) or "-"
+        assert f"  {kata_.title['en']}  " in row and f"  {kata_.difficulty}  " in row and f"  {after}  " in row
+        assert row.endswith("not started")
+    assert all_slugs().index("group_advantages") < all_slugs().index("grpo_loss")
+    assert lines[len(katas) + 1 :] == ["", f"Next: kata start {katas[0].slug}"]
+    assert not workspace.exists(), "listing must not create the workspace"
+
+
+def test_list_json_has_one_row_per_kata_with_every_field_and_the_next_command(kata_main, workspace):
+    listing = list_json(kata_main, workspace)
+
+    assert set(listing) == {"katas", "next"}
+    assert [row["slug"] for row in listing["katas"]] == all_slugs()
+    seen = set()
+    for row in listing["katas"]:
+        expected = get_kata(row["slug"])
+        assert set(row) == ROW_KEYS
+        assert row["status"] == "not started"
+        assert row["last_check"] is None
+        assert row["order"] == expected.order
+        assert row["title"] == expected.title["en"]
+        assert row["difficulty"] == expected.difficulty and row["difficulty"] in DIFFICULTIES
+        assert row["prerequisites"] == list(expected.prerequisites)
+        assert set(row["prerequisites"]) <= seen, "a kata comes after every kata it builds on"
+        assert row["file"] == str(workspace / f"{row['slug']}.py")
+        seen.add(row["slug"])
+    orders = [row["order"] for row in listing["katas"]]
+    assert orders == sorted(orders)
+    assert "group_advantages" in list_rows(kata_main, workspace)["grpo_loss"]["prerequisites"]
+    assert listing["next"] == f"kata start {all_slugs()[0]}"
+
+
+def test_list_reports_passed_in_progress_and_points_at_the_kata_in_progress(kata_main, workspace):
+    record_check(workspace, "group_advantages", 7, 0, [])
+    assert kata_main("start", "grpo_loss", "--workspace", workspace).status == 0
+
+    listing = list_json(kata_main, workspace)
+    text = kata_main("list", "--workspace", workspace).out
+
+    expected = {"group_advantages": "passed", "grpo_loss": "in progress"}
+    assert {row["slug"]: row["status"] for row in listing["katas"]} == {
+        slug: expected.get(slug, "not started") for slug in all_slugs()
+    }
+    assert listing["next"] == "kata check grpo_loss"
+    assert list_table(text)["group_advantages"].endswith("passed")
+    assert list_table(text)["grpo_loss"].endswith("in progress")
+    assert text.splitlines()[-1] == "Next: kata check grpo_loss"
+
+
+def test_list_sends_a_learner_with_failing_checks_to_the_hint_of_the_first_failing_todo(kata_main, workspace):
+    assert kata_main("start", "grpo_loss", "--workspace", workspace).status == 0
+    record_check(workspace, "grpo_loss", 20, 6, [3, 4])
+
+    text = kata_main("list", "--workspace", workspace).out
+    row = list_rows(kata_main, workspace)["grpo_loss"]
+
+    assert row["last_check"]["passed"] == 20 and row["last_check"]["failing_todos"] == [3, 4]
+    assert list_table(text)["grpo_loss"].endswith("in progress (20/26 checks)")
+    assert text.splitlines()[-1] == "Next: kata hint grpo_loss --todo 3"
+
+
+def test_list_says_every_kata_passed_when_there_is_nothing_left(kata_main, workspace):
+    for slug in all_slugs():
+        record_check(workspace, slug, 5, 0, [])
+
+    assert {row["status"] for row in list_json(kata_main, workspace)["katas"]} == {"passed"}
+    assert list_json(kata_main, workspace)["next"] is None
+    assert kata_main("list", "--workspace", workspace).out.splitlines()[-1] == "Every kata passed."
+
+
+def test_list_shows_chinese_titles_with_lang_zh(kata_main, workspace):
+    rows = list_rows(kata_main, workspace, "--lang", "zh")
+    text = kata_main("list", "--workspace", workspace, "--lang", "zh").out
+
+    for slug in ("group_advantages", "grpo_loss"):
+        title = get_kata(slug).title["zh"]
+        assert rows[slug]["title"] == title
+        assert CJK.search(title) and title != get_kata(slug).title["en"]
+        assert title in text
+
+
+def test_list_shows_chinese_titles_when_kata_lang_is_zh(kata_main, monkeypatch, workspace):
+    monkeypatch.setenv("KATA_LANG", "zh")
+
+    rows = list_rows(kata_main, workspace)
+
+    assert rows["grpo_loss"]["title"] == get_kata("grpo_loss").title["zh"]
+
+
+def test_list_falls_back_to_the_locale_when_kata_lang_is_not_a_known_language(monkeypatch, kata_main, workspace):
+    monkeypatch.setenv("KATA_LANG", "zh_CN")
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+
+    run = kata_main("list", "--workspace", workspace, "--json")
+
+    assert run.status == 0, run.err
+    rows = {row["slug"]: row for row in json.loads(run.out)["katas"]}
+    assert rows["grpo_loss"]["title"] == get_kata("grpo_loss").title["zh"]
+
+
+def test_list_does_not_count_a_kata_as_started_when_only_a_hint_was_read(kata_main, workspace):
+    assert kata_main("hint", "group_advantages", "--workspace", workspace).status == 0
+
+    listing = list_json(kata_main, workspace)
+
+    assert {row["status"] for row in listing["katas"]} == {"not started"}
+    assert listing["next"] == f"kata start {all_slugs()[0]}"

@@ -1,0 +1,105 @@
+"""`kata watch`: a check per saved kata file, nothing for other files."""
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from cli_support import flat, grpo_reference, list_rows
+from rich.console import Console
+
+from grader.cli.watch import watch_workspace
+from grader.cli.workspace import Workspace
+from grader.content.catalogue import get_kata
+from grader.report.results import CheckResult, GradeResult
+from grader.report.styles import THEME
+
+SUMMARY = re.compile(r"^\d+ passed, \d+ failed$", re.MULTILINE)
+
+pytestmark = pytest.mark.usefixtures("isolated")
+
+
+def _watch(workspace: Path, slug: str | None, changes: list) -> tuple[int, str]:
+    output = io.StringIO()
+    kata_ = get_kata(slug) if slug else None
+    status = watch_workspace(
+        Workspace(workspace),
+        kata_,
+        10.0,
+        poll=False,
+        lang="en",
+        console=Console(file=output, width=200, theme=THEME),
+        changes=changes,
+    )
+    return status, output.getvalue()
+
+
+@pytest.fixture
+def fake_grade(monkeypatch):
+    """Replace the grading run in `kata watch` by a record of what it was asked to grade."""
+    calls = []
+
+    def grade(kata, target, timeout):
+        calls.append((kata.slug, str(target)))
+        return GradeResult(kata.slug, str(target), [CheckResult("stub", "stub", 1, "passed")])
+
+    monkeypatch.setattr("grader.cli.watch.run_checks", grade)
+    return calls
+
+
+def test_watch_grades_once_per_batch_that_saves_a_kata_file_and_ignores_other_files(kata_main, workspace):
+    workspace.mkdir()
+    (workspace / "grpo_loss.py").write_text(grpo_reference(), encoding="utf-8")
+    (workspace / "notes.txt").write_text("notes\n")
+    saved = str(workspace / "grpo_loss.py")
+    changes = [
+        {(2, str(workspace / "notes.txt"))},
+        {(1, saved), (2, saved)},
+        {(2, str(workspace / "group_advantages.py"))},
+        {(2, str(workspace / "grpo_loss.txt"))},
+    ]
+
+    status, output = _watch(workspace, None, changes)
+
+    assert status == 0
+    assert output.startswith(f"watching every kata in {workspace}")
+    assert len(SUMMARY.findall(output)) == 1
+    assert re.search(r"^(\d+) passed, 0 failed$", output, re.MULTILINE)
+    assert list_rows(kata_main, workspace)["grpo_loss"]["status"] == "passed"
+
+
+def test_watch_of_one_kata_checks_it_on_start_and_ignores_the_other_katas(workspace, fake_grade):
+    workspace.mkdir()
+    for slug in ("group_advantages", "grpo_loss"):
+        (workspace / f"{slug}.py").write_text("x = 1\n")
+
+    status, output = _watch(workspace, "grpo_loss", [{(2, str(workspace / "group_advantages.py"))}])
+
+    assert status == 0
+    assert fake_grade == [("grpo_loss", str(workspace / "grpo_loss.py"))]
+    assert output.startswith("watching grpo_loss")
+
+
+def test_watch_does_not_check_a_deleted_kata_file(workspace, fake_grade):
+    workspace.mkdir()
+
+    _watch(workspace, None, [{(3, str(workspace / "grpo_loss.py"))}])
+
+    assert fake_grade == []
+
+
+def test_watch_ignores_a_file_of_the_same_name_in_a_subfolder(workspace, fake_grade):
+    (workspace / "attic").mkdir(parents=True)
+    (workspace / "grpo_loss.py").write_text("x = 1\n")
+    (workspace / "attic" / "grpo_loss.py").write_text("old = 1\n")
+
+    _watch(workspace, None, [{(2, str(workspace / "attic" / "grpo_loss.py"))}])
+
+    assert fake_grade == []
+
+
+def test_watch_without_a_workspace_exits_1(kata_main, workspace):
+    run = kata_main("watch", "--workspace", workspace)
+
+    assert run.status == 1
+    assert "no workspace at" in flat(run.err)
