@@ -415,12 +415,16 @@ def grade_targets(
     """
     if not targets:
         return {}
-    with ProcessPoolExecutor(
-        min(workers, len(targets)),
-        mp_context=get_context("spawn"),
-        initializer=warm,
-        initargs=(settings, sorted({line for slug, _ in targets for line in _warm_imports(slug)})),
-    ) as pool:
+    imports = sorted({line for slug, _ in targets for line in _warm_imports(slug)})
+    with (
+        tempfile.TemporaryDirectory(prefix="kata-grade-") as drops,
+        ProcessPoolExecutor(
+            min(workers, len(targets)),
+            mp_context=get_context("spawn"),
+            initializer=warm,
+            initargs=(settings, imports, Path(drops)),
+        ) as pool,
+    ):
         futures = {pool.submit(grade_target, slug, target, settings): (slug, target) for slug, target in targets}
         results = {}
         for future in as_completed(futures):
