@@ -18,12 +18,10 @@ REFERENCE = KATA.solution()
 
 
 def body(code: str) -> str:
-    """A file whose compute_group_advantages runs `code` and then the reference computation."""
-    return REFERENCE.replace(
-        "    if rewards.ndim != 1 or rewards.numel() == 0",
-        textwrap.indent(textwrap.dedent(code).strip(), "    ") + "\n    if rewards.ndim != 1 or rewards.numel() == 0",
-        1,
-    )
+    """A file whose compute_group_advantages runs `code` first, then the reference computation."""
+    first_line = "    eps = _check_rewards(rewards, group_ids, eps)\n"
+    assert REFERENCE.count(first_line) == 1
+    return REFERENCE.replace(first_line, textwrap.indent(textwrap.dedent(code).strip(), "    ") + "\n" + first_line)
 
 
 FILES = {
