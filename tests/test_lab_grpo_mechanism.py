@@ -51,6 +51,7 @@ def advantages_from(records) -> list[float]:
     return [(r["total_reward"] - stats[r["group"]][0]) / max(stats[r["group"]][1], 1e-6) for r in records]
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_both_candidate_sets_are_measured_and_the_decision_follows_the_rule(tiny_run):
     evidence, _, stdout = tiny_run
     sets = candidate_sets(evidence)
@@ -67,6 +68,7 @@ def test_both_candidate_sets_are_measured_and_the_decision_follows_the_rule(tiny
     assert evidence["decision"] in stdout and "expanded_group" in stdout  # the summary was printed
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_verifier_records_keep_correctness_format_and_unjudgeable_apart(tiny_run):
     sets = candidate_sets(tiny_run[0])
     for name, item in sets.items():
@@ -85,6 +87,7 @@ def test_verifier_records_keep_correctness_format_and_unjudgeable_apart(tiny_run
     assert all(item["correctness_pass_rate"] == 0.5 for item in sets.values())
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_advantages_and_the_zero_variance_guard_follow_from_the_rewards(tiny_run):
     for item in candidate_sets(tiny_run[0]).values():
         records = item["verifier_records"]
@@ -97,6 +100,7 @@ def test_advantages_and_the_zero_variance_guard_follow_from_the_rewards(tiny_run
         assert item["zero_variance_guard_passed"] is True
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_policy_separation_is_the_shift_of_positive_minus_negative_advantages(tiny_run):
     for item in candidate_sets(tiny_run[0]).values():
         records = item["verifier_records"]
@@ -105,6 +109,7 @@ def test_policy_separation_is_the_shift_of_positive_minus_negative_advantages(ti
         assert item["policy_separation"] == pytest.approx(statistics.fmean(up) - statistics.fmean(down), abs=1e-5)
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_updates_start_from_the_old_policy_and_are_recorded_per_step(tiny_run):
     evidence, out, _ = tiny_run
     for name, item in candidate_sets(evidence).items():

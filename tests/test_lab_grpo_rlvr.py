@@ -58,6 +58,7 @@ def read_rollouts(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / grpo_rlvr.ROLLOUTS_FILE).read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_a_smoke_run_records_every_evidence_field(sums_run):
     evidence, out = sums_run
     for field in ("framework", "hardware", "model", "data", "config", "workload", "stages", "peak_memory", "curves"):
@@ -89,6 +90,7 @@ def test_a_smoke_run_records_every_evidence_field(sums_run):
     assert all((out / name).exists() for name in evidence["artifacts"].values())
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_training_and_heldout_prompts_are_disjoint_and_identified(sums_run):
     evidence, out = sums_run
     data = evidence["data"]
@@ -104,6 +106,7 @@ def test_training_and_heldout_prompts_are_disjoint_and_identified(sums_run):
     assert prompts["baseline"] == prompts["candidate"] == {p.id for p in heldout}
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_counts_agree_with_the_recorded_rollouts(sums_run):
     evidence, out = sums_run
     results, config = evidence["results"], evidence["config"]
@@ -144,6 +147,7 @@ def test_counts_agree_with_the_recorded_rollouts(sums_run):
     assert gains["pass_at_group_gain"] == results["candidate"]["pass_at_group"] - results["baseline"]["pass_at_group"]
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_the_adapter_is_saved_and_its_sha256_matches_the_manifest(sums_run):
     evidence, out = sums_run
     artifact = evidence["results"]["artifact"]
@@ -162,6 +166,7 @@ def test_the_adapter_is_saved_and_its_sha256_matches_the_manifest(sums_run):
     )
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_the_decision_is_the_references_for_the_recorded_inputs(sums_run):
     evidence, _ = sums_run
     results = evidence["results"]
@@ -182,6 +187,7 @@ def test_the_decision_is_the_references_for_the_recorded_inputs(sums_run):
     assert versions[0] != versions[-1], "the second batch is sampled by the updated policy"
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_a_label_in_use_is_refused_and_its_evidence_kept(sums_run):
     evidence, out = sums_run
     before = (out / "evidence.json").read_bytes()

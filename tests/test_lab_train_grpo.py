@@ -77,6 +77,7 @@ def metrics_lines(out_dir: Path) -> list[dict]:
 # ---- the smoke run as shipped ----------------------------------------------------------------
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_smoke_run_records_the_smoke_workload_and_a_decision_that_follows_from_its_checks(smoke):
     evidence, out_dir, _ = smoke
     assert evidence["failure"] is None
@@ -94,6 +95,7 @@ def test_smoke_run_records_the_smoke_workload_and_a_decision_that_follows_from_i
     assert {"rollouts", "old_and_reference_log_probs", "updates", "evaluate", "checkpoints"} <= set(evidence["stages"])
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_smoke_metrics_file_console_and_curves_agree(smoke):
     evidence, out_dir, output = smoke
     lines = metrics_lines(out_dir)
@@ -108,6 +110,7 @@ def test_smoke_metrics_file_console_and_curves_agree(smoke):
     assert evidence["results"]["final"]["reward_mean"] == lines[-1]["reward_mean"]
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_the_curriculum_iterations_take_arithmetic_prompts_and_the_rest_word_problems(smoke):
     _, out_dir, _ = smoke
     arithmetic = {problem.id for problem in load_problems(ARITHMETIC)}
@@ -118,6 +121,7 @@ def test_the_curriculum_iterations_take_arithmetic_prompts_and_the_rest_word_pro
     assert len(first["prompt_ids"]) == len(second["prompt_ids"]) == 2
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_each_batch_is_group_contiguous_with_one_group_per_prompt(smoke):
     _, out_dir, _ = smoke
     for line in metrics_lines(out_dir)[1:]:
@@ -125,6 +129,7 @@ def test_each_batch_is_group_contiguous_with_one_group_per_prompt(smoke):
         assert line["rollouts"] == sum(line["group_sizes"])
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_checkpoints_hold_weights_config_and_metrics_with_the_recorded_hash(smoke):
     evidence, out_dir, _ = smoke
     checkpoints = evidence["results"]["checkpoints"]
@@ -139,6 +144,7 @@ def test_checkpoints_hold_weights_config_and_metrics_with_the_recorded_hash(smok
         assert [json.loads(line)["iteration"] for line in saved] == list(range(checkpoint["iteration"] + 1))
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_without_any_reward_spread_nothing_is_learned_and_the_decision_is_tune(smoke):
     evidence, _, _ = smoke
     results = evidence["results"]
@@ -150,6 +156,7 @@ def test_without_any_reward_spread_nothing_is_learned_and_the_decision_is_tune(s
     assert evidence["decision"] == lab.TUNE
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_a_reused_out_folder_is_refused_by_the_script(smoke, capsys):
     _, out_dir, _ = smoke
     before = (out_dir / "evidence.json").read_bytes()
@@ -162,6 +169,7 @@ def test_a_reused_out_folder_is_refused_by_the_script(smoke, capsys):
 # ---- a run with a learning signal --------------------------------------------------------------
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_with_reward_spread_the_policy_moves_away_from_the_reference(signal):
     evidence, _, _ = signal
     results = evidence["results"]
@@ -173,6 +181,7 @@ def test_with_reward_spread_the_policy_moves_away_from_the_reference(signal):
     assert evidence["decision"] == lab.decide(results["checks"])
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_logging_evaluation_and_checkpoints_follow_their_schedules(signal):
     evidence, out_dir, output = signal
     lines = metrics_lines(out_dir)
@@ -185,6 +194,7 @@ def test_logging_evaluation_and_checkpoints_follow_their_schedules(signal):
     assert lines[1]["phase"] == "main" and lines[1]["informative_fraction"] > 0
 
 
+@pytest.mark.slow  # runs the lab's model
 def test_a_full_fine_tune_saves_the_model_and_measures_kl_against_a_frozen_copy(full_finetune):
     evidence, out_dir, _ = full_finetune
     assert evidence["failure"] is None and evidence["model"]["reference"] == "a frozen copy of the initial model"
