@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Run
+from conftest import Run, flat  # noqa: F401  (flat: for the test files)
 
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import all_katas, get_kata
@@ -37,11 +37,6 @@ def kata_script(*args, cwd: Path, **env) -> Run:
         timeout=120,
     )
     return Run(done.returncode, done.stdout, done.stderr)
-
-
-def flat(text: str) -> str:
-    """The text with every run of whitespace made one space (rich wraps long lines at 80 columns)."""
-    return " ".join(text.split())
 
 
 def squash(text: str) -> str:

@@ -83,6 +83,11 @@ def one_torch_thread():
         torch.set_num_threads(threads)
 
 
+def flat(text: str) -> str:
+    """The text with every run of whitespace made one space (rich wraps long lines at 80 columns)."""
+    return " ".join(text.split())
+
+
 def need_sandbox() -> None:
     """Skip a test that needs the OS sandbox where it cannot work, saying why; with
     KATA_REQUIRE_SANDBOX set (scripts/test sets it under CI), fail instead: there the sandbox must

@@ -9,6 +9,7 @@ import sys
 from importlib import metadata
 
 import pytest
+from conftest import flat
 from rich.console import Console
 
 from grader.content.catalogue import get_kata
@@ -17,10 +18,6 @@ from grader.report.results import CheckResult, GradeResult
 from grader.report.styles import THEME
 from grader.report.terminal import build_report
 from grader.run.grading import pytest_arguments
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
+from conftest import flat
 from rich.console import Console
 
 from gpu_labs import LABS, grpo_mechanism, models
@@ -38,10 +39,6 @@ def scratch_cwd(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("FORCE_COLOR", raising=False)
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 def test_lab_list_names_every_lab_with_its_title_and_lesson():

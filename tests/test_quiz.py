@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import flat
 from rich.console import Console
 
 from grader.content import quiz
@@ -34,10 +35,6 @@ def a_wrong_answer(question: quiz.Question) -> str:
     if question.kind == "choice":
         return next(letter for letter in question.letters if letter != question.answer)
     return f"{question.answer + 10 * question.tolerance:.4f}"
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 @pytest.fixture(autouse=True)

@@ -247,13 +247,7 @@ def _graded_records(jobs: list[Job], workers: int, drops: Path) -> Iterator[dict
     pending = list(jobs)
     while pending:
         finished: set[Job] = set()
-        imports = sorted({line for job in pending for line in _warm_imports(job.slug)})
-        pool = ProcessPoolExecutor(
-            min(workers, len(pending)),
-            mp_context=get_context("spawn"),
-            initializer=warm,
-            initargs=(pending[0].settings, imports, drops),
-        )
+        pool = _warm_pool(min(workers, len(pending)), pending[0].settings, {job.slug for job in pending}, drops)
         try:
             futures = {pool.submit(grade_file, job): job for job in pending}
             for future in as_completed(futures):
@@ -276,10 +270,14 @@ def _graded_records(jobs: list[Job], workers: int, drops: Path) -> Iterator[dict
         pending = left
 
 
-def _warm_imports(slug: str) -> list[str]:
+def _warm_pool(workers: int, settings: Settings, slugs: set[str], drops: Path) -> ProcessPoolExecutor:
+    """`workers` "spawn" processes, each warmed (see `warm`) for the katas `slugs`, with drop folders under `drops`."""
     from grader.judging.targets import warm_imports
 
-    return warm_imports(catalogue.get_kata(slug))
+    imports = sorted({line for slug in slugs for line in warm_imports(catalogue.get_kata(slug))})
+    return ProcessPoolExecutor(
+        workers, mp_context=get_context("spawn"), initializer=warm, initargs=(settings, imports, drops)
+    )
 
 
 _DROP: Path | None = None  # this worker's folder for scratch copies (what its sandbox sees at /kata/drop)
@@ -415,15 +413,10 @@ def grade_targets(
     """
     if not targets:
         return {}
-    imports = sorted({line for slug, _ in targets for line in _warm_imports(slug)})
+    slugs = {slug for slug, _ in targets}
     with (
         tempfile.TemporaryDirectory(prefix="kata-grade-") as drops,
-        ProcessPoolExecutor(
-            min(workers, len(targets)),
-            mp_context=get_context("spawn"),
-            initializer=warm,
-            initargs=(settings, imports, Path(drops)),
-        ) as pool,
+        _warm_pool(min(workers, len(targets)), settings, slugs, Path(drops)) as pool,
     ):
         futures = {pool.submit(grade_target, slug, target, settings): (slug, target) for slug, target in targets}
         results = {}

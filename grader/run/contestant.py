@@ -400,6 +400,9 @@ class _RefuseAnswers(importlib.abc.MetaPathFinder):
         return None
 
 
+_MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25  # linux/mman.h
+
+
 def _huge_pages() -> None:
     """Back this process's heap with 2 MiB pages where the kernel can (MADV_COLLAPSE, Linux 6.1+).
 
@@ -422,9 +425,6 @@ def _huge_pages() -> None:
             if end > start:
                 libc.madvise(start, end - start, _MADV_HUGEPAGE)
                 libc.madvise(start, end - start, _MADV_COLLAPSE)
-
-
-_MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25
 
 
 def main(argv: list[str]) -> None:
