@@ -7,7 +7,9 @@ Each row runs `python -m grader.cli check SLUG` with this tree's grader and with
 tree's (PYTHONPATH puts it first, for the `kata` process and the pytest process it starts), in
 turn, `--repeat` times after a warm-up each, and reports the median wall times and their ratio
 (see timing.py). Files: the reference solution (a correct file) and a misconception variant (a
-wrong file, which also pays for naming the misconception).
+wrong file, which also pays for naming the misconception; this grader remembers the variants'
+fingerprints from its warm-up on, in a cache folder of the run's own, as for a learner who checks
+again: bench_fingerprints.py measures both).
 """
 
 import argparse
@@ -50,7 +52,8 @@ def main() -> None:
             path = Path(scratch) / f"{variant or 'correct'}_{slug}.py"
             path.write_text(kata.variant(variant) if variant else kata.solution(), encoding="utf-8")
             command = [sys.executable, "-m", "grader.cli", "check", slug, "--file", str(path)]
-            ours = bench_env(KATA_LANG="en", **({"PYTHONPATH": str(args.tree.resolve())} if args.tree else {}))
+            tree = {"PYTHONPATH": str(args.tree.resolve())} if args.tree else {}
+            ours = bench_env(KATA_LANG="en", XDG_CACHE_HOME=f"{scratch}/cache", **tree)
             before = bench_env(KATA_LANG="en", PYTHONPATH=str(args.baseline_tree.resolve()))
             new, old = medians_pair(command, ours, before, args.repeat)
             rows.append((slug, variant or "correct", new, old))

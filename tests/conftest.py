@@ -2,8 +2,9 @@
 
 import os
 import sys
-from contextlib import contextmanager
-from dataclasses import dataclass
+import tempfile
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,14 @@ def _run_kata(*args, input: str | None = None) -> Run:
 
 def _text(stream) -> str:
     return stream.getvalue().decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory):
+    """`kata check` remembers fingerprints in the user's cache (XDG_CACHE_HOME): the tests' own, not yours."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +108,38 @@ def need_sandbox() -> None:
         if os.environ.get("KATA_REQUIRE_SANDBOX"):
             pytest.fail(f"the sandbox must work in CI: {why}")
         pytest.skip(f"no sandbox here: {why}")
+
+
+@pytest.fixture(scope="session")
+def grade_as_a_class(tmp_path_factory):
+    """`grade_as_a_class(slug, files, root, timeout) -> {name: (GradeResult, seconds)}`: each text
+    graded as student `name`'s SLUG.py the way `kata grade` grades a class: warm workers that import
+    torch once and fork a judge per file, the files' code in contestants (in the sandbox where it
+    works). One pool of two workers serves the whole session, started when first used."""
+    from grader.classroom import batch
+    from grader.report.results import GradeResult
+    from grader.run import sandbox
+
+    settings = batch.Settings(sandboxed=sandbox.choose("auto"))
+    with ExitStack() as stack:
+        pools = []
+
+        def grade(slug: str, files: dict[str, str], root: Path, timeout: float) -> dict[str, tuple]:
+            if not pools:
+                drops = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kata-grade-")))
+                pools.append(stack.enter_context(batch.warm_pool(2, settings, {slug}, drops)))
+            jobs = []
+            for name, text in files.items():
+                (root / name).mkdir(parents=True)
+                (root / name / f"{slug}.py").write_text(text, encoding="utf-8")
+                job = batch.Job(name, slug, root / name, "", replace(settings, timeout=timeout))
+                jobs.append(pools[0].submit(batch.grade_file, job))
+            records = [job.result() for job in jobs]
+            return {
+                record["student"]: (GradeResult.from_json(record["grade"]), record["seconds"]) for record in records
+            }
+
+        yield grade
 
 
 def processes_named(name: str) -> list[int]:

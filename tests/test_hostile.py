@@ -7,14 +7,11 @@ processes that hold neither, and answers as data (grader.run). These files try e
 old single-process design left open.
 """
 
-import os
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from grader.content.catalogue import get_kata
-from grader.run.grading import run_checks
 
 KATA = get_kata("group_advantages")
 TIMEOUT = 5.0
@@ -136,26 +133,20 @@ CASES = {
     "lying_float": (LYING_FLOAT, "return LyingFloat(0.5)"),
     "forge_an_answer": (FORGE_AN_ANSWER, HONEST_WRONG),
     "write_every_fd": (WRITE_EVERY_FD, HONEST_WRONG),
+    "nan_answer": ("pass", "return rewards * float('nan')"),  # every comparison with NaN is False
 }
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """{case: (attacked GradeResult, honest GradeResult)}, graded two at a time."""
+def graded(tmp_path_factory, grade_as_a_class):
+    """{case: (attacked GradeResult, honest GradeResult)}, graded as `kata grade` grades a class."""
     folder = tmp_path_factory.mktemp("hostile")
     marker = folder / "pwned"
     files = {"honest": learner("pass")}
     for case, (setup, answer) in CASES.items():
         files[case] = learner(setup.replace("MARKER", str(marker)), answer)
-
-    def run(case):
-        path = folder / f"{case}.py"
-        path.write_text(files[case], encoding="utf-8")
-        return case, run_checks(KATA, path, timeout=TIMEOUT)
-
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        results = dict(pool.map(run, files))
-    return results, marker
+    results = grade_as_a_class(KATA.slug, files, folder / "class", TIMEOUT)
+    return {case: result for case, (result, _) in results.items()}, marker
 
 
 def passing(result) -> set[str]:
@@ -186,6 +177,12 @@ def test_a_lying_float_passes_nothing_and_is_named(graded):
     results, _ = graded
     assert passing(results["lying_float"]) == set()
     assert any("`LyingFloat`, not a plain `float`" in check.message for check in results["lying_float"].checks)
+
+
+def test_an_answer_of_nan_passes_no_check(graded):
+    """A check written `if abs(mean) > tol: fail` passes NaN; every check must fail it."""
+    results, _ = graded
+    assert passing(results["nan_answer"]) == set()
 
 
 def test_a_forged_answer_in_the_wire_format_passes_nothing(graded):

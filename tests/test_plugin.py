@@ -1,9 +1,16 @@
-"""The pytest plugin, driven as a user drives it: `pytest --kata SLUG --kata-file PATH`."""
+"""The pytest plugin, driven as a user drives it: `pytest --kata SLUG --kata-file PATH`.
+
+Three runs are fresh `pytest` processes, as a user starts one (the plugin found through its entry
+point); the others run in this process (pytester's `runpytest_inprocess`), which saves a torch
+import each (1-3 s). torch is imported here first, so that pytester's restoring of `sys.modules`
+after a run leaves it loaded: a torch imported twice in one process fails.
+"""
 
 import json
 import os
 
 import pytest
+import torch  # noqa: F401  (see above)
 
 from grader.content.catalogue import get_kata
 
@@ -28,7 +35,7 @@ def test_grades_a_learner_file_with_plain_pytest(pytester):
 def test_names_the_misconception_and_writes_the_json_report(pytester):
     learner = pytester.makepyfile(grpo_loss=SOLUTION.replace("log_probs_old.detach()", "log_probs_old"))
     report = pytester.path / "result.json"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "--kata", "grpo_loss", "--kata-file", str(learner), "--kata-report", str(report)
     )
     assert result.ret == 1
@@ -40,28 +47,28 @@ def test_names_the_misconception_and_writes_the_json_report(pytester):
 
 
 def test_grades_the_template_and_a_misconception_variant_as_built_in_targets(pytester):
-    template = pytester.runpytest_subprocess("--kata", "group_advantages", "--kata-target", "template")
+    template = pytester.runpytest_inprocess("--kata", "group_advantages", "--kata-target", "template")
     assert template.ret == 1 and "passed" not in template.parseoutcomes()
-    variant = pytester.runpytest_subprocess("--kata", "group_advantages", "--kata-target", "misconception:sample_std")
+    variant = pytester.runpytest_inprocess("--kata", "group_advantages", "--kata-target", "misconception:sample_std")
     variant.stdout.fnmatch_lines(["kata: likely misconception: sample std instead of population std (sample_std)"])
 
 
 def test_only_the_kata_checks_are_collected_when_no_path_is_given(pytester):
     pytester.makepyfile(test_unrelated="def test_unrelated():\n    raise AssertionError('must not run')\n")
-    result = pytester.runpytest_subprocess("--kata", "group_advantages", "--kata-target", "reference")
+    result = pytester.runpytest_inprocess("--kata", "group_advantages", "--kata-target", "reference")
     assert "failed" not in result.parseoutcomes()
     assert "test_unrelated" not in result.stdout.str()
 
 
 def test_usage_errors_are_one_line_and_do_not_run_anything(pytester):
-    unknown = pytester.runpytest_subprocess("--kata", "grpo_los", "--kata-target", "reference")
+    unknown = pytester.runpytest_inprocess("--kata", "grpo_los", "--kata-target", "reference")
     assert unknown.ret == 4
     unknown.stderr.fnmatch_lines(["*unknown kata 'grpo_los'. Did you mean 'grpo_loss'?*"])
-    both = pytester.runpytest_subprocess("--kata", "grpo_loss", "--kata-target", "reference", "--kata-file", "x.py")
+    both = pytester.runpytest_inprocess("--kata", "grpo_loss", "--kata-target", "reference", "--kata-file", "x.py")
     both.stderr.fnmatch_lines(["*give exactly one of --kata-file PATH and --kata-target TARGET*"])
-    missing = pytester.runpytest_subprocess("--kata", "grpo_loss", "--kata-file", "nowhere.py")
+    missing = pytester.runpytest_inprocess("--kata", "grpo_loss", "--kata-file", "nowhere.py")
     missing.stderr.fnmatch_lines(["*no such file: nowhere.py*"])
-    bad_variant = pytester.runpytest_subprocess("--kata", "grpo_loss", "--kata-target", "misconception:nope")
+    bad_variant = pytester.runpytest_inprocess("--kata", "grpo_loss", "--kata-target", "misconception:nope")
     bad_variant.stderr.fnmatch_lines(["*grpo_loss has no misconception 'nope'*"])
 
 

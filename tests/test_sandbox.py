@@ -36,8 +36,8 @@ def attacked(attack: str, answer: str | None = None) -> str:
     return code + f"import torch\n\ndef compute_group_advantages(rewards, group_ids, eps=1e-6):\n    return {answer}\n"
 
 
-def attacks(out: Path, port: int) -> dict[str, tuple[str, str | None]]:
-    """{student: (attack, answer)}; answer None is the reference."""
+def attacks(out: Path, port: int, temporary: Path) -> dict[str, tuple[str, str | None]]:
+    """{student: (attack, answer)}; answer None is the reference. `temporary`: the run's TMPDIR."""
     return {
         "by_path": (
             """
@@ -78,6 +78,19 @@ def attacks(out: Path, port: int) -> dict[str, tuple[str, str | None]]:
                     pass
             """.replace("{PROJECT}", str(PROJECT)),
             None,
+        ),
+        "run_folder": (  # the run's private folder, where it remembers how each known mistake fails each check
+            f"""
+            import glob
+            for folder in glob.glob("{temporary}/kata-grade-*") + glob.glob("/tmp/kata-grade-*"):
+                open(".seen", "w").close()  # seen: the answer below tells the grade sheet
+                try:
+                    os.makedirs(folder + "/fingerprints", exist_ok=True)
+                    open(folder + "/fingerprints/group_advantages-planted.json", "w").write("{{}}")
+                except OSError:
+                    pass
+            """,
+            f"rewards * float('nan') if os.path.exists('.seen') else {HONEST_WRONG}",
         ),
         "daemon": (
             f"""
@@ -197,16 +210,16 @@ def graded(tmp_path_factory, kata_main):
 
     thread = threading.Thread(target=listen, daemon=True)
     thread.start()
+    temporary = root / "tmp"  # the run's TMPDIR (and its workers'): empty again when it is done
+    temporary.mkdir()
     students = {"ada": REFERENCE, "honest": attacked("pass", HONEST_WRONG), "zed": REFERENCE}
-    for student, (attack, answer) in attacks(out, listener.getsockname()[1]).items():
+    for student, (attack, answer) in attacks(out, listener.getsockname()[1], temporary).items():
         students[student] = attacked(attack, answer)
         students[f"{student}_twin"] = attacked("pass", answer)
     for student, text in students.items():
         (submissions / student).mkdir(parents=True)
         (submissions / student / f"{SLUG}.py").write_text(text, encoding="utf-8")
     before = project_files()
-    temporary = root / "tmp"  # the run's TMPDIR (and its workers'): empty again when it is done
-    temporary.mkdir()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TMPDIR", str(temporary))
         patch.setattr(tempfile, "tempdir", None)
@@ -240,7 +253,7 @@ def test_every_student_was_graded_in_the_sandbox(graded):
         assert entry[SLUG]["sandboxed"] is True, student
 
 
-@pytest.mark.parametrize("student", sorted(attacks(Path("/"), 0)))
+@pytest.mark.parametrize("student", sorted(attacks(Path("/"), 0, Path("/"))))
 def test_an_attack_scores_exactly_what_its_twin_scores(graded, student):
     assert score(graded, student) == score(graded, f"{student}_twin")
 

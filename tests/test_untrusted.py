@@ -1,8 +1,11 @@
 """Learner code is untrusted: whatever a file does, grading finishes, reports it as a failed
 check with a one-line reason, and never shows a traceback of the grader's own.
+
+The files are graded as `kata grade` grades a class (warm workers that fork a judge per file);
+in the full suite, those whose ending involves processes are also graded as `kata check` grades
+one (a judge process of its own per file, a torch import each) and must be graded the same.
 """
 
-import os
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -43,21 +46,21 @@ FILES = {
     "leaves_a_sleeping_grandchild": body("import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)"),
 }
 
+ENDINGS_WITH_PROCESSES = (  # also graded as `kata check` grades a file (in the full suite)
+    "hang_at_import",
+    "exit_at_import",
+    "hang_in_call",
+    "segfault_in_call",
+    "os_exit_in_call",
+    "prints_megabytes_and_fails",
+    "leaves_a_sleeping_grandchild",
+)
+
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """{case: (GradeResult, seconds)} for every file above, graded two at a time."""
-    folder = tmp_path_factory.mktemp("untrusted")
-
-    def run(case):
-        path = folder / f"{case}.py"
-        path.write_text(FILES[case], encoding="utf-8")
-        start = time.perf_counter()
-        result = run_checks(KATA, path, timeout=TIMEOUT)
-        return case, (result, time.perf_counter() - start)
-
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        return dict(pool.map(run, FILES))
+def results(tmp_path_factory, grade_as_a_class):
+    """{case: (GradeResult, seconds)} for every file above."""
+    return grade_as_a_class(KATA.slug, FILES, tmp_path_factory.mktemp("untrusted"), TIMEOUT)
 
 
 def statuses(result):
@@ -148,3 +151,22 @@ def test_a_grandchild_left_behind_does_not_hold_up_grading(results):
     result, seconds = results["leaves_a_sleeping_grandchild"]
     assert result.failed == 0
     assert seconds < 30
+
+
+@pytest.mark.slow
+def test_kata_check_grades_them_as_kata_grade_does(results, tmp_path):
+    def check(case):
+        path = tmp_path / f"{case}.py"
+        path.write_text(FILES[case], encoding="utf-8")
+        start = time.perf_counter()
+        return case, (run_checks(KATA, path, timeout=TIMEOUT), time.perf_counter() - start)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        checked = dict(pool.map(check, ENDINGS_WITH_PROCESSES))
+    for case, (result, seconds) in checked.items():
+        graded, _ = results[case]
+        assert [(c.name, c.status, c.message) for c in result.checks] == [
+            (c.name, c.status, c.message) for c in graded.checks
+        ], case
+        assert result.load_error == graded.load_error, case
+        assert seconds < 30 and no_grader_traceback(result)

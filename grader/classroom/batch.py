@@ -35,11 +35,10 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
-from functools import cache
 from multiprocessing import get_context
 from pathlib import Path
 
-from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, run_limit
+from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, run_limit, source_digest
 from grader.content import catalogue
 from grader.report.results import STATUSES, GradeResult
 from grader.run import containment
@@ -47,7 +46,6 @@ from grader.run import containment
 RECORD_VERSION = 1
 COPY_LIMIT_BYTES = 20 * 2**20  # what a student's folder may bring along to the scratch copy
 COPY_LIMIT_FILES = 500
-GRADER_DIR = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -144,31 +142,14 @@ def folder_files(folder: Path) -> list[str]:
 def digest(folder: Path, slug: str, settings: Settings, files: list[str]) -> str:
     """What a result depends on: this kata file, the folder's other files, the kata, the grader, the limits."""
     katas = {f"{kata.slug}.py" for kata in catalogue.all_katas()}
-    hasher = hashlib.sha256(f"{RECORD_VERSION} {slug} {_grader_digest()} {_kata_digest(slug)} {settings}".encode())
+    kata = catalogue.get_kata(slug)
+    hasher = hashlib.sha256(f"{RECORD_VERSION} {slug} {source_digest()} {kata.digest} {settings}".encode())
     hasher.update((folder / f"{slug}.py").read_bytes())
     for name in files:
         if name not in katas:
             hasher.update(b"\0" + os.fsencode(name) + b"\0")  # any bytes: a name need not be UTF-8
             hasher.update((folder / name).read_bytes())
     return hasher.hexdigest()
-
-
-@cache
-def _grader_digest() -> str:
-    hasher = hashlib.sha256()
-    for path in sorted(GRADER_DIR.rglob("*.py")):
-        hasher.update(path.read_bytes())
-    return hasher.hexdigest()[:16]
-
-
-@cache
-def _kata_digest(slug: str) -> str:
-    kata = catalogue.get_kata(slug)
-    hasher = hashlib.sha256(kata.solution().encode())
-    for name in ("checks.py", "kata.toml", "misconceptions.toml"):
-        path = kata.folder / name
-        hasher.update(path.read_bytes() if path.exists() else b"")
-    return hasher.hexdigest()[:16]
 
 
 # -- results on disk --------------------------------------------------------------------------
@@ -247,7 +228,7 @@ def _graded_records(jobs: list[Job], workers: int, drops: Path) -> Iterator[dict
     pending = list(jobs)
     while pending:
         finished: set[Job] = set()
-        pool = _warm_pool(min(workers, len(pending)), pending[0].settings, {job.slug for job in pending}, drops)
+        pool = warm_pool(min(workers, len(pending)), pending[0].settings, {job.slug for job in pending}, drops)
         try:
             futures = {pool.submit(grade_file, job): job for job in pending}
             for future in as_completed(futures):
@@ -270,7 +251,7 @@ def _graded_records(jobs: list[Job], workers: int, drops: Path) -> Iterator[dict
         pending = left
 
 
-def _warm_pool(workers: int, settings: Settings, slugs: set[str], drops: Path) -> ProcessPoolExecutor:
+def warm_pool(workers: int, settings: Settings, slugs: set[str], drops: Path) -> ProcessPoolExecutor:
     """`workers` "spawn" processes, each warmed (see `warm`) for the katas `slugs`, with drop folders under `drops`."""
     from grader.judging.targets import warm_imports
 
@@ -281,6 +262,7 @@ def _warm_pool(workers: int, settings: Settings, slugs: set[str], drops: Path) -
 
 
 _DROP: Path | None = None  # this worker's folder for scratch copies (what its sandbox sees at /kata/drop)
+_FINGERPRINTS: Path | None = None  # the run's fingerprints (grader.judging.fingerprints), shared by its workers
 
 
 def warm(settings: Settings, imports: list[str], drops: Path) -> None:
@@ -296,8 +278,9 @@ def warm(settings: Settings, imports: list[str], drops: Path) -> None:
 
     for line in imports:  # the references' own imports (transformers, for one): each judge forks with them loaded
         exec(line, {})
-    global _DROP
+    global _DROP, _FINGERPRINTS
     _DROP = Path(tempfile.mkdtemp(prefix="drop-", dir=drops))
+    _FINGERPRINTS = drops / "fingerprints"  # beside the drop folders: no sandbox sees it
     drop = _DROP if settings.sandboxed else None
     session.SHARED_ZYGOTE = Zygote.start(imports, Limits(settings.memory_mb, settings.max_tasks), drop)
     session.SHARED_ZYGOTE.wait_ready()  # before the first judge forks: each judge shares it
@@ -332,7 +315,8 @@ def _judge(slug: str, target: str | Path, scratch: Path, settings: Settings) -> 
     with tempfile.TemporaryDirectory(prefix="kata-report-", ignore_cleanup_errors=True) as private:
         report = Path(private) / f"{secrets.token_hex(16)}.json"
         log = Path(private) / "pytest.log"
-        arguments = pytest_arguments(catalogue.get_kata(slug), target, settings.timeout, report)
+        kata = catalogue.get_kata(slug)
+        arguments = pytest_arguments(kata, target, settings.timeout, report, fingerprints=_FINGERPRINTS)
         ending, peak_kb = _run_boxed(arguments, scratch, log, settings)
         result = _read_report(report, slug)
         reason = "" if result else ending or f"the grading run ended without a result: {last_line(log)}"
@@ -416,7 +400,7 @@ def grade_targets(
     slugs = {slug for slug, _ in targets}
     with (
         tempfile.TemporaryDirectory(prefix="kata-grade-") as drops,
-        _warm_pool(min(workers, len(targets)), settings, slugs, Path(drops)) as pool,
+        warm_pool(min(workers, len(targets)), settings, slugs, Path(drops)) as pool,
     ):
         futures = {pool.submit(grade_target, slug, target, settings): (slug, target) for slug, target in targets}
         results = {}

@@ -11,6 +11,7 @@ A kata that includes another kata's reference inherits that kata's TODOs and mis
 Reading the catalogue never imports torch.
 """
 
+import hashlib
 import tomllib
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -79,6 +80,17 @@ class Kata:
             Misconception(m["id"], m["todo"], m["title"], m["explanation"], m["find"], m["replace"]) for m in entries
         ]
         return tuple(m for kata in self.includes for m in kata.misconceptions) + tuple(own)
+
+    @cached_property
+    def digest(self) -> str:
+        """A digest of what grading against this kata depends on: its rendered reference and the
+        checks, metadata and misconceptions of it and of the katas it includes."""
+        hasher = hashlib.sha256(self.solution().encode())
+        for kata in (*self.includes, self):
+            for name in ("checks.py", "kata.toml", "misconceptions.toml"):
+                path = kata.folder / name
+                hasher.update(path.read_bytes() if path.exists() else b"")
+        return hasher.hexdigest()[:16]
 
     @property
     def folder(self) -> Path:

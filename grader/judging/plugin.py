@@ -40,6 +40,7 @@ HELP_PROCESSES = "processes each check may start, when not run as root (default:
 HELP_SANDBOX = "run the file's code in the OS sandbox: auto (where it works), on (or refuse), off"
 HELP_WARM_FD = "the control socket of a warm process started by the caller (grader.run.warm), to use"
 HELP_DROP = "the folder that warm process's sandbox sees at /kata/drop (with --kata-warm-fd)"
+HELP_FINGERPRINTS = "remember in folder PATH how each misconception variant fails each check (naming is faster)"
 HELP_AGAINST = f"take expected values from trl (TRL {TRL_VERSION}'s own code) where it has the function"
 
 
@@ -57,6 +58,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-sandbox", choices=sandbox.CHOICES, default="auto", help=HELP_SANDBOX)
     group.addoption("--kata-warm-fd", metavar="FD", type=int, help=HELP_WARM_FD)
     group.addoption("--kata-drop", metavar="PATH", help=HELP_DROP)
+    group.addoption("--kata-fingerprints", metavar="PATH", help=HELP_FINGERPRINTS)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -95,7 +97,10 @@ def pytest_configure(config: pytest.Config) -> None:
                 else None
             )
             started = (*warm.start(warm_imports(kata), drop), drop)
-        config.stash[SESSION] = session.KataSession(kata, target, timeout, limits, against, started)
+        fingerprints = config.getoption("kata_fingerprints")
+        config.stash[SESSION] = session.KataSession(
+            kata, target, timeout, limits, against, started, Path(fingerprints) if fingerprints else None
+        )
     except (UnknownKata, TargetError, AgainstError, TrlUnavailable, sandbox.Unavailable) as error:
         raise pytest.UsageError(str(error)) from None
     if config.args_source != pytest.Config.ArgsSource.ARGS:

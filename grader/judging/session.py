@@ -24,6 +24,7 @@ from _pytest.runner import runtestprotocol
 from grader.content.catalogue import Kata
 from grader.judging import outcomes
 from grader.judging.expect import Expect, MissingFunction
+from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint
 from grader.judging.targets import load_module, target_source, warm_imports
 from grader.report.results import CheckResult, GradeResult
 from grader.run import containment, sandbox
@@ -45,9 +46,11 @@ class KataSession:
         limits: Limits = NO_LIMITS,
         against: str | None = None,
         started: tuple | None = None,
+        fingerprints: Path | None = None,
     ):
         """`started`: (process, control socket, drop folder or None) of the warm process the plugin
-        started before importing torch (grader.run.warm); without it, a batch worker's SHARED_ZYGOTE."""
+        started before importing torch (grader.run.warm); without it, a batch worker's SHARED_ZYGOTE.
+        `fingerprints`: the folder where the variants' fingerprints are remembered (None: nowhere)."""
         torch.set_num_threads(1)  # the checks' tensors are tiny; idle OpenMP threads would spin on the CPU
         self.drop: Path | None = None  # the folder the sandbox sees at /kata/drop, when this session made one
         if SHARED_ZYGOTE is not None:
@@ -72,6 +75,10 @@ class KataSession:
             self.reference = oracle_module(self.reference, kata.slug)
         self.variants = {item.id: kata.variant(item.id) for item in kata.misconceptions}
         self.variant_contestants: dict[str, Contestant] = {}
+        # grading a built-in variant runs each check on it: its outcomes are its fingerprints
+        variant = isinstance(spec, str) and spec.startswith("misconception:")
+        self.own_variant = spec.removeprefix("misconception:") if variant else None
+        self.fingerprints = Fingerprints(fingerprints, kata, f"{against=} {self.zygote.limits} {self.sandboxed=}")
         self.load_error: str | None = None
         self.results: list[CheckResult] = []
         self.hung: set[str] = set()  # learner functions that already ran out of time
@@ -92,6 +99,7 @@ class KataSession:
 
     def close(self) -> None:
         self.close_file()
+        self.fingerprints.save()
         if self.zygote is not SHARED_ZYGOTE:
             self.zygote.close(wait=False)  # it ends when its control socket closes; nothing of the file is left
         if self.drop is not None:
@@ -161,6 +169,8 @@ class KataSession:
             reports = runtestprotocol(item, log=False)
             annotation = next((dict(r.user_properties)[OUTCOME_KEY] for r in reports if r.failed), None)
         passed = annotation is None
+        if passed and self.own_variant:
+            self.fingerprints.put(item.nodeid, self.own_variant, None)
         output = self.outputs.pop(item.nodeid, "")
         self.results.append(
             CheckResult(
@@ -196,32 +206,48 @@ class KataSession:
         outcome = outcomes.from_exception(error, self.timeout)
         matches = []
         if report.when == "call" and _fingerprintable(error):
+            if self.own_variant:
+                self.fingerprints.put(item.nodeid, self.own_variant, fingerprint(error))
             matches = self._misconceptions_failing_alike(item, error)
         annotation = {"status": outcome.status, "message": outcome.message, "matches": matches}
         report.user_properties.append((OUTCOME_KEY, annotation))
         report.longrepr = outcome.message
 
     def _misconceptions_failing_alike(self, item: pytest.Item, failure: BaseException) -> list[str]:
-        """The variants whose run of this check raises the same kind of error with the same message."""
-        names = inspect.signature(item.obj).parameters
+        """The variants whose run of this check raises the same kind of error with the same message.
+
+        A variant's fingerprint on a check is computed once and remembered (grader.judging.fingerprints).
+        """
+        wanted = fingerprint(failure)
         matches = []
         for misconception_id in self.variants:
-            left = self.fingerprint_deadline - time.monotonic()
-            if left <= 0:  # never let naming a mistake cost a timeout
-                break
-            try:
-                variant = self._variant(misconception_id, left)
-            except (Stopped, KnownHang):
-                break
-            values = dict(item.funcargs, learner=variant, expect=Expect(variant, self.reference))
-            try:
-                item.obj(**{name: values[name] for name in names})
-            except Exception as error:
-                if _same_failure(error, failure):
-                    matches.append(misconception_id)
-            except (Stopped, KnownHang):
-                pass
+            known = self.fingerprints.get(item.nodeid, misconception_id)
+            if known is MISSING:
+                left = self.fingerprint_deadline - time.monotonic()
+                if left <= 0:  # never let naming a mistake cost a timeout
+                    break
+                try:
+                    variant = self._variant(misconception_id, left)
+                except (Stopped, KnownHang):
+                    break
+                try:
+                    known = self._fingerprint_of(item, variant)
+                except (Stopped, KnownHang):  # it did not end in time: neither a match nor remembered
+                    continue
+                self.fingerprints.put(item.nodeid, misconception_id, known)
+            if known == wanted:
+                matches.append(misconception_id)
         return matches
+
+    def _fingerprint_of(self, item: pytest.Item, variant: Contestant) -> list[str] | None:
+        """How the check ends with `variant` as the module under test."""
+        names = inspect.signature(item.obj).parameters
+        values = dict(item.funcargs, learner=variant, expect=Expect(variant, self.reference))
+        try:
+            item.obj(**{name: values[name] for name in names})
+        except Exception as error:
+            return fingerprint(error)
+        return None
 
     def _variant(self, misconception_id: str, seconds: float) -> Contestant:
         """The variant's contestant, kept for the file's later checks (the variants are the grader's
@@ -238,11 +264,6 @@ class KataSession:
 def _fingerprintable(error: BaseException) -> bool:
     """A wrong result or an ordinary exception; not a missing function, a blank TODO or an exit."""
     return isinstance(error, Exception) and not isinstance(error, MissingFunction | NotImplementedError)
-
-
-def _same_failure(error: BaseException, failure: BaseException) -> bool:
-    both_assertions = isinstance(error, AssertionError) and isinstance(failure, AssertionError)
-    return (both_assertions or type(error) is type(failure)) and str(error) == str(failure)
 
 
 def _failed_report(item: pytest.Item, message: str) -> TestReport:

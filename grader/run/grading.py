@@ -3,6 +3,7 @@ with the plugin in a child process and read back the JSON it writes.
 """
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -17,14 +18,27 @@ from grader.run.limits import NO_LIMITS, Limits
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
+def fingerprints_folder() -> Path:
+    """Where `kata check` remembers the misconception variants' fingerprints: the user's cache."""
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "post-training-katas" / "fingerprints"
+
+
 class GradingError(RuntimeError):
     """The grading process itself failed (not the learner's code)."""
 
 
 def pytest_arguments(
-    kata: Kata, target: str | Path, timeout: float, report: Path, limits: Limits = NO_LIMITS, against: str | None = None
+    kata: Kata,
+    target: str | Path,
+    timeout: float,
+    report: Path,
+    limits: Limits = NO_LIMITS,
+    against: str | None = None,
+    fingerprints: Path | None = None,
 ) -> list[str]:
-    """The arguments of the pytest run that grades `target` and writes its result to `report`."""
+    """The arguments of the pytest run that grades `target` and writes its result to `report`
+    (remembering the variants' fingerprints in the folder `fingerprints`, if given)."""
     arguments = [
         str(kata.checks_path),
         "-p",
@@ -58,6 +72,8 @@ def pytest_arguments(
         arguments += ["--kata-processes", str(limits.processes)]
     if against:
         arguments += ["--kata-against", against]
+    if fingerprints is not None:
+        arguments += ["--kata-fingerprints", str(fingerprints)]
     return arguments
 
 
@@ -73,7 +89,7 @@ def run_checks(
     the function."""
     with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
         report, log = Path(scratch) / "result.json", Path(scratch) / "pytest.log"
-        arguments = pytest_arguments(kata, target, timeout, report, against=against)
+        arguments = pytest_arguments(kata, target, timeout, report, against=against, fingerprints=fingerprints_folder())
         drop = Path(scratch) / "drop" if sandbox.choose("auto") else None
         if drop is not None:
             drop.mkdir()

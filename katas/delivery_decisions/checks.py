@@ -210,7 +210,7 @@ def test_incomplete_groups_stay_in_the_denominator(expect):
     """
     result = expect.matches_reference(CANDIDATE, mixed_rollout(), lesson_gates())
     ratio = result["valid_group_ratio"]
-    if abs(ratio - 0.4) > 1e-9:
+    if not abs(ratio - 0.4) <= 1e-9:  # NaN fails too
         raise AssertionError(f"valid_group_ratio is {ratio:.4f}; expected 2 valid / 5 groups = 0.4000")
     only_incomplete = evidence(reward_groups=[[0.0, 1.0], [1.0, 1.0]])
     expect.matches_reference(CANDIDATE, only_incomplete, lesson_gates())
@@ -241,7 +241,7 @@ def test_throughput_divides_by_rollout_plus_update_time(expect):
     """
     result = expect.call(CANDIDATE, mixed_rollout(), lesson_gates())
     got = result["effective_trajectories_per_second"]
-    if abs(got - 1.0) > 1e-9:
+    if not abs(got - 1.0) <= 1e-9:  # NaN fails too
         raise AssertionError(
             f"effective_trajectories_per_second is {got:.4f}; expected 8 trajectories / (3 s + 5 s) = 1.0000"
         )

@@ -52,7 +52,7 @@ def test_matches_the_lesson_batch(expect):
     zh: 课文的批次得到与参考答案相同的损失，beta = 0.1 时为 0.6590
     """
     loss = expect.matches_reference(FN, *lesson_batch(), beta=0.1).item()
-    if abs(loss - 0.658979) > 1e-5:
+    if not abs(loss - 0.658979) <= 1e-5:  # NaN fails too
         raise AssertionError(f"{FN}(lesson batch, beta=0.1) = {loss:.6f}, expected 0.658979")
 
 
@@ -68,7 +68,7 @@ def test_swapping_chosen_and_rejected_flips_the_margin(expect):
     swapped = expect.call(FN, pr, pc, rr, rc, beta=0.5).item()
     # -log sigmoid(-x) - (-log sigmoid(x)) = x, so the difference of the two losses is mean(beta * h)
     expected = (0.5 * margins(batch)).mean().item()
-    if abs((swapped - loss) - expected) > 1e-4:
+    if not abs((swapped - loss) - expected) <= 1e-4:  # NaN fails too
         raise AssertionError(
             f"{FN}(random pairs, beta=0.5): loss {loss:.5f}, with chosen and rejected exchanged {swapped:.5f};"
             f" their difference should be mean(beta * h) = {expected:.5f}, got {swapped - loss:.5f}"
@@ -120,7 +120,7 @@ def test_loss_is_log_2_when_the_policy_equals_the_reference(expect):
     pc, pr, _, _ = random_pairs(4)
     for beta in (0.1, 2.0):
         loss = expect.shaped_like_reference(FN, pc, pr, pc.clone(), pr.clone(), beta=beta).item()
-        if abs(loss - math.log(2)) > 1e-5:
+        if not abs(loss - math.log(2)) <= 1e-5:  # NaN fails too
             raise AssertionError(
                 f"{FN}(policy == reference, beta={beta}) = {loss:.6f}; with h = 0 it must be log 2 = 0.693147"
             )
@@ -159,7 +159,7 @@ def test_loss_is_a_mean_over_pairs(expect):
     batch = random_pairs(5)
     once = expect.shaped_like_reference(FN, *batch).item()
     twice = expect.call(FN, *(torch.cat([t, t]) for t in batch)).item()
-    if abs(twice - once) > 1e-5 * max(1.0, abs(once)):
+    if not abs(twice - once) <= 1e-5 * max(1.0, abs(once)):  # NaN fails too
         raise AssertionError(
             f"{FN}(random pairs): loss {once:.5f} for the batch but {twice:.5f} for the batch repeated twice;"
             " a mean over pairs does not depend on the batch size"
@@ -202,7 +202,7 @@ def test_hinge_is_flat_once_beta_h_reaches_1(expect):
         loss, grads = expect.gradients(FN, *batch, beta=0.5, loss_type="hinge", wrt=POLICY[:1])
         gradient = 0.0 if grads[POLICY[0]] is None else grads[POLICY[0]].item()
         expected_gradient = -0.5 if expected > 0 else 0.0
-        if abs(loss - expected) > 1e-6 or abs(gradient - expected_gradient) > 1e-6:
+        if not (abs(loss - expected) <= 1e-6 and abs(gradient - expected_gradient) <= 1e-6):  # NaN fails too
             raise AssertionError(
                 f"{FN}(one pair with h = {h:.1f}, beta=0.5, loss_type='hinge'): loss {loss:.4f} and"
                 f" d loss / d policy_chosen_logp {gradient:.4f}; expected {expected:.4f} and {expected_gradient:.4f}"
@@ -218,7 +218,7 @@ def test_ipo_is_zero_at_its_target(expect):
     batch = (torch.tensor([-3.0]), torch.tensor([-5.0]), torch.tensor([0.0]), torch.tensor([0.0]))  # h = 2
     loss, grads = expect.gradients(FN, *batch, beta=0.25, loss_type="ipo", wrt=POLICY[:1])
     gradient = 0.0 if grads[POLICY[0]] is None else grads[POLICY[0]].item()
-    if abs(loss) > 1e-6 or abs(gradient) > 1e-6:
+    if not (abs(loss) <= 1e-6 and abs(gradient) <= 1e-6):  # NaN fails too
         raise AssertionError(
             f"{FN}(one pair with h = 2, beta=0.25, loss_type='ipo'): loss {loss:.4f}, gradient {gradient:.4f};"
             " the target 1 / (2 beta) is 2 here, so both should be 0"
@@ -264,7 +264,7 @@ def test_reward_margin_is_beta_h(expect):
     got = (chosen - rejected).double()
     expected = 0.2 * margins(batch)
     worst = (got - expected).abs().max().item()
-    if worst > 1e-4:
+    if not worst <= 1e-4:  # NaN fails too
         raise AssertionError(
             f"{REWARDS}(random pairs, beta=0.2): chosen - rejected differs from beta * h by up to {worst:.4f}"
         )

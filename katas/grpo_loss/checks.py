@@ -131,7 +131,7 @@ def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, ratio, sign,
         raise AssertionError(f"{where}: this side is not clipped, yet the gradient is 0 (loss {loss:.4g})")
     other = sign  # the second candidate: ratio 1, advantage -sign, so its loss is +sign
     expected = (-min(ratio * sign, min(max(ratio, 0.8), 1.2) * sign) + other) / 2
-    if abs(loss - expected) > 1e-5:
+    if not abs(loss - expected) <= 1e-5:  # NaN fails too
         raise AssertionError(f"{where}: loss expected {expected:.6g}, got {loss:.6g}")
 
 
@@ -172,7 +172,7 @@ def test_kl_penalty_never_lowers_the_loss(expect):
     if penalised < without - 1e-6:
         raise AssertionError(f"loss with beta=0.5 is {penalised:.6g}, lower than {without:.6g} without the KL term")
     same = expect.call(FN, new, old, rewards, group_ids, mask, log_probs_ref=new.clone(), beta=0.5)[0].item()
-    if abs(same - without) > 1e-6:
+    if not abs(same - without) <= 1e-6:  # NaN fails too
         raise AssertionError(
             f"with log_probs_ref == log_probs_new the KL term must be 0, but the loss moved by {same - without:.4g}"
         )
@@ -288,7 +288,7 @@ def test_dr_grpo_divides_by_a_fixed_length(expect):
         torch.cat([mask, pad.bool()], 1),
     )
     wide = expect.call(FN, *wide_args, loss_type="dr_grpo")[0].item()
-    if abs(wide - narrow / 2) > 1e-6:
+    if not abs(wide - narrow / 2) <= 1e-6:  # NaN fails too
         raise AssertionError(
             f"dr_grpo loss at width T is {narrow:.6f}, at width 2T {wide:.6f}; expected {narrow / 2:.6f}"
         )

@@ -1,0 +1,72 @@
+"""Naming a mistake remembers how each misconception variant fails each check (grader.judging.fingerprints)."""
+
+import json
+
+from grader.content.catalogue import get_kata
+from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint
+from grader.run.grading import fingerprints_folder, run_checks
+
+KATA = get_kata("group_advantages")
+
+
+def test_a_fingerprint_is_the_kind_of_ending_and_its_message():
+    class Subclass(AssertionError):
+        pass
+
+    assert fingerprint(None) is None
+    assert fingerprint(AssertionError("m")) == fingerprint(Subclass("m")) == ["AssertionError", "m"]
+    assert fingerprint(TypeError("m")) == ["builtins.TypeError", "m"]
+
+
+def test_what_two_runs_put_is_saved_merged_and_read_back(tmp_path):
+    first, second = Fingerprints(tmp_path, KATA, "c"), Fingerprints(tmp_path, KATA, "c")
+    first.put("check[0]", "eps_added", ["AssertionError", "m"])
+    second.put("check[1]", "sample_std", None)
+    second.save()
+    first.save()
+    again = Fingerprints(tmp_path, KATA, "c")
+    assert again.get("check[0]", "eps_added") == ["AssertionError", "m"]
+    assert again.get("check[1]", "sample_std") is None
+    assert again.get("check[1]", "eps_added") is MISSING
+
+
+def test_other_conditions_another_kata_or_a_damaged_file_start_afresh(tmp_path):
+    kept = Fingerprints(tmp_path, KATA, "against=None")
+    kept.put("check", "eps_added", None)
+    kept.save()
+    assert Fingerprints(tmp_path, KATA, "against=None").get("check", "eps_added") is None
+    assert Fingerprints(tmp_path, KATA, "against='trl'").get("check", "eps_added") is MISSING
+    assert Fingerprints(tmp_path, get_kata("grpo_loss"), "against=None").get("check", "eps_added") is MISSING
+    for damaged in ('{"check": {"eps_added": 3}}', "{half", '["check"]'):
+        kept.path.write_text(damaged)
+        assert Fingerprints(tmp_path, KATA, "against=None").get("check", "eps_added") is MISSING
+
+
+def test_without_a_folder_nothing_is_kept():
+    nowhere = Fingerprints(None, KATA, "c")
+    nowhere.put("check", "eps_added", None)
+    nowhere.save()
+    assert nowhere.path is None
+
+
+def test_kata_check_remembers_them_and_names_from_what_it_remembers(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    variants = {item.id for item in KATA.misconceptions}
+
+    built_in = run_checks(KATA, "misconception:sample_std")
+    assert built_in.diagnosis == "sample_std"
+    (path,) = fingerprints_folder().glob(f"{KATA.slug}-*.json")
+    stored = {check.split("::test_")[1]: known for check, known in json.loads(path.read_text()).items()}
+    for check in built_in.checks:  # a built-in variant's own outcomes are its fingerprints, passes included
+        assert (stored[check.name]["sample_std"] is None) == (check.status == "passed"), check.name
+    failing = [check.name for check in built_in.checks if check.status == "failed"]
+    assert failing and all(set(stored[name]) == variants for name in failing)  # every variant, on what failed
+
+    # what is remembered is what names the mistake: told that every variant passes every check,
+    # the same mistake in a learner's file is graded the same and named as nothing
+    path.write_text(json.dumps({check: dict.fromkeys(variants) for check in json.loads(path.read_text())}))
+    learner = tmp_path / f"{KATA.slug}.py"
+    learner.write_text(KATA.variant("sample_std"), encoding="utf-8")
+    graded = run_checks(KATA, learner)
+    assert [check.status for check in graded.checks] == [check.status for check in built_in.checks]
+    assert graded.diagnosis is None
