@@ -53,17 +53,21 @@ class Fingerprints:
         self.known.setdefault(check, {})[variant] = value
         self.new.setdefault(check, {})[variant] = value
 
+    def refresh(self) -> None:
+        """Read again what other runs (a class's other files, graded meanwhile) have added."""
+        self.known = self._read()
+        for check, variants in self.new.items():
+            self.known.setdefault(check, {}).update(variants)
+
     def save(self) -> None:
         """Add what this run computed to the file (what other runs added meanwhile is kept)."""
         if self.path is None or not self.new:
             return
-        merged = self._read()
-        for check, variants in self.new.items():
-            merged.setdefault(check, {}).update(variants)
+        self.refresh()
         try:
-            atomic_write(self.path, json.dumps(merged, sort_keys=True))
+            atomic_write(self.path, json.dumps(self.known, sort_keys=True))
         except OSError:  # a cache: a folder that cannot be written costs time, not correctness
-            pass
+            return
         self.new = {}
 
     def _read(self) -> dict:

@@ -206,9 +206,10 @@ class KataSession:
         outcome = outcomes.from_exception(error, self.timeout)
         matches = []
         if report.when == "call" and _fingerprintable(error):
-            if self.own_variant:
-                self.fingerprints.put(item.nodeid, self.own_variant, fingerprint(error))
             matches = self._misconceptions_failing_alike(item, error)
+            if self.own_variant:  # after naming: a variant is named by the same rule as a learner's file
+                self.fingerprints.put(item.nodeid, self.own_variant, fingerprint(error))
+            self.fingerprints.save()  # at once: a class's other files, graded meanwhile, read them
         annotation = {"status": outcome.status, "message": outcome.message, "matches": matches}
         report.user_properties.append((OUTCOME_KEY, annotation))
         report.longrepr = outcome.message
@@ -220,6 +221,7 @@ class KataSession:
         """
         wanted = fingerprint(failure)
         matches = []
+        self.fingerprints.refresh()
         for misconception_id in self.variants:
             known = self.fingerprints.get(item.nodeid, misconception_id)
             if known is MISSING:
