@@ -139,7 +139,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, grade_as_a_class):
-    """{case: (attacked GradeResult, honest GradeResult)}, graded as `kata grade` grades a class."""
+    """({case: GradeResult}, the marker a payload would create), graded as `kata grade` grades a class."""
     folder = tmp_path_factory.mktemp("hostile")
     marker = folder / "pwned"
     files = {"honest": learner("pass")}
