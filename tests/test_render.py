@@ -22,9 +22,31 @@ def f(x):
 def test_a_region_becomes_title_guidance_and_not_implemented():
     template = render.template_source(SOURCE, {1: ("Double it", ["z = 2 y"])}, ["header"])
     assert template.splitlines()[0] == "# header"
-    assert "    # TODO 1: Double it\n    #   z = 2 y\n    raise NotImplementedError('TODO 1: Double it')\n" in template
+    blank = "    # TODO 1: Double it\n    #   z = 2 y\n    raise NotImplementedError('TODO 1: Double it')\n    # END TODO 1\n"
+    assert blank in template
     assert "z = y * 2" not in template and "y = x + 1" in template
     compile(template, "t", "exec")
+
+
+def test_a_filled_template_keeps_the_code_between_the_markers():
+    filled = render.template_source(SOURCE, {1: ("Double it", ["z = 2 y"])}, [], filled=True)
+    assert "    #   z = 2 y\n    z = y * 2\n    # END TODO 1\n" in filled and "NotImplementedError" not in filled
+
+
+def test_transplant_puts_the_reference_step_between_the_learners_markers():
+    learner = SOURCE.replace("    z = y * 2\n", "    # my own note\n    z = y * 3\n").replace("    ", "  ")
+    hybrid = render.transplant(learner, SOURCE, {1})
+    assert "  # TODO 1: add one\n  z = y * 2\n  # END TODO 1\n" in hybrid and "y * 3" not in hybrid
+    assert render.transplant(learner, SOURCE, set()) == learner
+    namespace = {}
+    exec(compile(hybrid.replace('"""Doc."""\n\nimport torch\n', ""), "hybrid", "exec"), namespace)
+    assert namespace["f"](1) == 4
+
+
+@pytest.mark.parametrize("edit", [("# END TODO 1", "# the end"), ("# TODO 1:", "# TODO 2:"), ("# TODO 1: add one\n", "")])
+def test_transplant_refuses_markers_that_are_not_the_exercises(edit):
+    with pytest.raises(render.RenderError, match="markers"):
+        render.transplant(SOURCE.replace(*edit), SOURCE, {1})
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,8 @@ class Kata:
     def solution(self) -> str:
         return render.solution_source(self.slug)
 
-    def template(self, lang: str = "en") -> str:
+    def template(self, lang: str = "en", filled: bool = False) -> str:
+        """The exercise a learner starts from; `filled`: with the reference's code in every TODO."""
         steps = {todo.number: (localized(todo.title, lang), localized(todo.guidance, lang)) for todo in self.todos}
         header = [
             f"Post-Training Katas · {self.slug} · {localized(self.title, lang)}",
@@ -129,7 +130,7 @@ class Kata:
             f"Stuck? kata hint {self.slug}    The lesson: kata show {self.slug}",
             "",
         ]
-        return render.template_source(self.solution(), steps, header)
+        return render.template_source(self.solution(), steps, header, filled)
 
     def variant(self, misconception_id: str) -> str:
         item = self.misconception(misconception_id)

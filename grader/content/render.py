@@ -9,7 +9,10 @@ A reference marks each learner step with a pair of comment lines::
 and may pull another kata's reference in whole with ``from reference.X import f  # kata: include``.
 
 - `solution_source` inlines the includes: a standalone module, the "reference" grading target.
-- `template_source` replaces every marked step by its title, guidance and a NotImplementedError.
+- `template_source` replaces every marked step by its title, guidance and a NotImplementedError,
+  between the same markers (so the grader finds the learner's steps again: `transplant`);
+  `filled=True` keeps the reference's code instead: a correct file as a learner would hold it.
+- `transplant` puts the reference's code of some steps into a learner's file (a "hybrid").
 - `apply_edit` makes a misconception variant: one exact textual replacement in the solution.
 
 Pure text in, text out; nothing here imports torch.
@@ -114,13 +117,16 @@ def find_regions(source: str) -> list[Region]:
     return regions
 
 
-def template_source(source: str, steps: dict[int, tuple[str, list[str]]], header: list[str]) -> str:
+def template_source(
+    source: str, steps: dict[int, tuple[str, list[str]]], header: list[str], filled: bool = False
+) -> str:
     """Blank every marked step of `source`.
 
     `steps` maps a TODO number to (title, guidance lines); `header` is comment text put on top.
-    Each region becomes its title and its guidance as comments; inside a function it also
-    becomes `raise NotImplementedError`. A module-level region (data the learner fills in, such
-    as an answers dict) is left blank, so the file still loads; its checks report what is missing.
+    Each region becomes its title and its guidance as comments, then its end marker; inside a
+    function it also becomes `raise NotImplementedError`. A module-level region (data the learner
+    fills in, such as an answers dict) is left blank, so the file still loads; its checks report
+    what is missing. `filled`: keep the step's code where the raise would be.
     """
     lines = source.splitlines()
     out = [f"# {text}".rstrip() for text in header]
@@ -133,11 +139,42 @@ def template_source(source: str, steps: dict[int, tuple[str, list[str]]], header
         out.extend(lines[cursor : region.start])
         out.append(f"{pad}# TODO {region.number}: {title}")
         out.extend(f"{pad}#   {text}".rstrip() for text in guidance)
-        if pad:  # inside a function: the call stops here until the step is written
+        if filled:
+            out.extend(lines[region.start + 1 : region.end])
+        elif pad:  # inside a function: the call stops here until the step is written
             out.append(f"{pad}raise NotImplementedError({f'TODO {region.number}: {title}'!r})")
+        out.append(f"{pad}# END TODO {region.number}")
         cursor = region.end + 1
     out.extend(lines[cursor:])
     return "\n".join(out).rstrip() + "\n"
+
+
+def transplant(learner: str, solution: str, numbers: set[int]) -> str:
+    """`learner` with the code between the markers of each TODO in `numbers` replaced by the
+    solution's code of that TODO (re-indented to the learner's markers).
+
+    Raises RenderError when the learner's markers are not those of the solution (removed, renumbered,
+    unpaired): then no step can be told apart from the rest.
+    """
+    ours = find_regions(solution)
+    try:
+        theirs = find_regions(learner)
+    except RenderError as error:
+        raise RenderError(f"the file's TODO markers are broken: {error}") from None
+    if [region.number for region in theirs] != [region.number for region in ours]:
+        raise RenderError("the file's TODO markers differ from the exercise's")
+    learner_lines, solution_lines = learner.splitlines(), solution.splitlines()
+    out: list[str] = []
+    cursor = 0
+    for region, reference in zip(theirs, ours, strict=True):
+        if region.number not in numbers:
+            continue
+        out.extend(learner_lines[cursor : region.start + 1])
+        for line in solution_lines[reference.start + 1 : reference.end]:
+            out.append(region.indent + line.removeprefix(reference.indent) if line.strip() else "")
+        cursor = region.end
+    out.extend(learner_lines[cursor:])
+    return "\n".join(out) + "\n"
 
 
 def apply_edit(source: str, find: str, replace: str) -> str:

@@ -10,7 +10,8 @@ grader.judging.session and grader.run), and can write the result as JSON:
 Checks receive three fixtures: `learner` (the module under test, a grader.run.judge.Contestant:
 a fresh process per check, every call crossing as data), `reference` (the reference module, in
 this process) and `expect` (see grader.judging.expect), and say which TODO they grade with
-`@pytest.mark.todo(N)`.
+`@pytest.mark.todo(N)`, or that they compare the whole function's values with `@pytest.mark.whole`
+(a check with neither is the function's input contract).
 """
 
 import socket
@@ -72,6 +73,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args):
 def pytest_configure(config: pytest.Config) -> None:
     """Register the `todo` marker; with --kata, set up the grading session and its checks."""
     config.addinivalue_line("markers", "todo(number): the TODO of the kata that this check grades")
+    config.addinivalue_line("markers", "whole: a value check of the whole function, tagged with no single TODO")
     slug = config.getoption("kata")
     if not slug:
         return

@@ -183,6 +183,7 @@ class KataSession:
                 output="" if passed else output,
                 matches=[] if passed else annotation.get("matches", []),
                 expected_from=self.expected_from.pop(item.nodeid, "reference"),
+                whole=item.get_closest_marker("whole") is not None,
             )
         )
         return reports

@@ -20,6 +20,7 @@ class CheckResult:
     matches: list[str] = field(default_factory=list)  # every misconception that fits this failure
     title_zh: str = ""  # the docstring's "zh:" line
     expected_from: str = "reference"  # what gave the expected values: "reference", or "trl" (--against trl)
+    whole: bool = False  # a value check of the whole function (todo None without it: the input contract)
 
     def title_in(self, lang: str) -> str:
         return self.title_zh if lang == "zh" and self.title_zh else self.title
@@ -48,7 +49,7 @@ class GradeResult:
 
     @property
     def failing_todos(self) -> list[int]:
-        """The TODOs with at least one failing check, in order."""
+        """The TODOs with at least one failing check tagged with them, in order."""
         return sorted({check.todo for check in self.checks if check.status != "passed" and check.todo is not None})
 
     @property
