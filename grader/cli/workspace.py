@@ -114,7 +114,7 @@ class Workspace:
 
     def record_check(self, slug: str, result: GradeResult) -> dict:
         """Remember a grading of the workspace file; the first full pass unlocks the solution."""
-        counts = {"passed": result.passed, "failed": result.failed, "failing_todos": result.failing_todos}
+        counts = {"passed": result.passed, "failed": result.failed, "failing_todos": result.todos_to_fix}
         fields = {"last_check": {"at": _now(), **counts}}
         record = self.progress().get(slug, {})
         if result.failed == 0 and result.passed and not record.get("passed_at"):

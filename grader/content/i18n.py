@@ -26,6 +26,20 @@ PHRASES = {
         "from_trl": "expected values from TRL",
         "sandboxed": "sandbox: bwrap (own namespaces, no network, a private folder)",
         "not_sandboxed": "sandbox: none (no working bwrap here); your code ran in its own process",
+        "located": "The difference starts in your TODO {todo}: with the reference's TODO {todo} in its place,"
+        " every check passes.",
+        "located_many": "The difference lies in your TODOs {todos}: with the reference's code in all of them,"
+        " every check passes.",
+        "located_outside": "The difference lies outside the TODOs: with the reference's code in every TODO,"
+        " checks still fail. Compare the code around them with the exercise as given.",
+        "located_markers": "Your file's TODO markers were removed or changed, so the failing checks' TODOs"
+        " locate the mistake instead.",
+        "located_time": "Locating the mistake took too long, so the failing checks' TODOs locate it instead.",
+        "unknown_mistake": "Not a known mistake: none of this kata's known mistakes fails these checks"
+        " the same way.",
+        "next_outside": "Next: the code outside the TODOs differs from the exercise's."
+        "  A fresh copy: kata reset {slug} (it keeps yours as a backup)",
+        "and": "and",
     },
     "zh": {
         "whole": "整个函数",
@@ -48,6 +62,16 @@ PHRASES = {
         "from_trl": "期望值来自 TRL",
         "sandboxed": "沙箱：bwrap（独立命名空间，无网络，私有文件夹）",
         "not_sandboxed": "沙箱：无（此处 bwrap 不可用）；你的代码在独立进程中运行",
+        "located": "差异始于你的 TODO {todo}：把它换成参考答案的 TODO {todo}，全部检查都能通过。",
+        "located_many": "差异在你的 TODO {todos} 中：把它们都换成参考答案的代码，全部检查都能通过。",
+        "located_outside": "差异在 TODO 之外：即使每个 TODO 都换成参考答案的代码，仍有检查失败。"
+        "请对照练习原本给出的代码。",
+        "located_markers": "你的文件中 TODO 标记被删除或改动，因此改按失败检查所属的 TODO 定位。",
+        "located_time": "定位错误耗时过长，因此改按失败检查所属的 TODO 定位。",
+        "unknown_mistake": "不是已知的错误：本 kata 的已知误区都不会让这些检查以同样方式失败。",
+        "next_outside": "下一步：TODO 之外的代码与练习原本的不同。"
+        "重新开始：kata reset {slug}（会把你的文件保留为备份）",
+        "and": "和",
     },
 }
 

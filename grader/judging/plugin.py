@@ -162,6 +162,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if kata_session is None:
         return
     kata_session.close_file()  # every process the file started is gone before its result is written
+    kata_session.locate()
+    kata_session.close_file()
     if not path:
         return
     atomic_write(Path(path), json_text(kata_session.result().to_json()))

@@ -8,12 +8,19 @@ processes (grader.run), a fresh one per check, spawned by a warm process started
 - the `learner` fixture is a fresh contestant with the check's deadline; calls cross as data;
 - `run(item)` runs a check's protocol here and turns its reports into a `CheckResult`;
 - `annotate` classifies a failure and names the misconceptions that fail the check in exactly
-  the same way (each variant, too, runs in a contestant of its own).
+  the same way (each variant, too, runs in a contestant of its own);
+- `locate()`, after the file's own checks, grades hybrids of the file and the reference to find the
+  TODOs that hold its mistake (grader.judging.localise); hybrids are learner code, so they run as
+  contestants too, in boxes of their own, and only whether they pass is kept.
 """
 
 import inspect
+import os
 import shutil
+import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,17 +29,18 @@ from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
 from grader.content.catalogue import Kata
-from grader.judging import outcomes
+from grader.judging import localise, outcomes
 from grader.judging.expect import Expect, MissingFunction
 from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint
 from grader.judging.targets import load_module, target_source, warm_imports
-from grader.report.results import CheckResult, GradeResult
+from grader.report.results import CheckResult, GradeResult, Location
 from grader.run import containment, sandbox
 from grader.run.judge import Contestant, FileBox, KnownHang, Stopped, Zygote
 from grader.run.limits import NO_LIMITS, Limits
 
 OUTCOME_KEY = "kata_outcome"
 FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
+LOCATE_SECONDS = 3.0  # the hybrids of one file may take this many check time limits in all
 SHARED_ZYGOTE: Zygote | None = None  # a warm process a batch worker keeps across files (grader.classroom.batch)
 SHARED_CGROUP: containment.Box | None = None  # the batch worker's cgroup box for the file being graded
 
@@ -81,6 +89,9 @@ class KataSession:
         self.fingerprints = Fingerprints(fingerprints, kata, f"{against=} {self.zygote.limits} {self.sandboxed=}")
         self.load_error: str | None = None
         self.results: list[CheckResult] = []
+        self.ran: list[tuple[pytest.Item, bool]] = []  # each check run, and whether it passed
+        self.location: Location | None = None
+        self.zygote_lock = threading.Lock()  # hybrids open and close boxes from threads
         self.hung: set[str] = set()  # learner functions that already ran out of time
         self.outputs: dict[str, str] = {}  # nodeid -> what the learner's code printed in that check
         self.expected_from: dict[str, str] = {}
@@ -125,14 +136,19 @@ class KataSession:
         if self.file_box is None or not self.file_box.alive:
             if self.file_box is not None:  # learner code killed it: start the file's box again
                 self.file_box.close()
-            if not self.zygote.alive:  # ... or the warm process: go on with one of this judge's own
-                self.zygote = self.zygote.restart()
-            self.file_box = self.zygote.open_file(self._work())
-            if self.cgroup is None:
-                self.cgroup = SHARED_CGROUP or containment.Box(memory_mb=self.zygote.limits.memory_mb)
-            if self.cgroup.paths and self.file_box.host_pid:
-                self.cgroup.add(self.file_box.host_pid)
+            self.file_box = self._open_box(self._work())
         return self.file_box
+
+    def _open_box(self, folder: Path) -> FileBox:
+        """A box for the file's code, working in `folder`, inside the file's cgroup (where there is one)."""
+        if not self.zygote.alive:  # learner code killed the warm process: go on with one of this judge's own
+            self.zygote = self.zygote.restart()
+        box = self.zygote.open_file(folder)
+        if self.cgroup is None:
+            self.cgroup = SHARED_CGROUP or containment.Box(memory_mb=self.zygote.limits.memory_mb)
+        if self.cgroup.paths and box.host_pid:
+            self.cgroup.add(box.host_pid)
+        return box
 
     def spawn(self, source: str, filename: str, seconds: float, hung: set[str] | None = None) -> Contestant:
         return self._box().spawn(source, filename, seconds, self.hung if hung is None else hung)
@@ -169,6 +185,7 @@ class KataSession:
             reports = runtestprotocol(item, log=False)
             annotation = next((dict(r.user_properties)[OUTCOME_KEY] for r in reports if r.failed), None)
         passed = annotation is None
+        self.ran.append((item, passed))
         if passed and self.own_variant:
             self.fingerprints.put(item.nodeid, self.own_variant, None)
         output = self.outputs.pop(item.nodeid, "")
@@ -197,7 +214,7 @@ class KataSession:
 
     def result(self) -> GradeResult:
         result = GradeResult(
-            self.kata.slug, str(self.spec), self.results, self.load_error, self.against, self.sandboxed
+            self.kata.slug, str(self.spec), self.results, self.load_error, self.against, self.sandboxed, self.location
         )
         result.settle_misconceptions()
         return result
@@ -244,13 +261,71 @@ class KataSession:
 
     def _fingerprint_of(self, item: pytest.Item, variant: Contestant) -> list[str] | None:
         """How the check ends with `variant` as the module under test."""
-        names = inspect.signature(item.obj).parameters
-        values = dict(item.funcargs, learner=variant, expect=Expect(variant, self.reference))
         try:
-            item.obj(**{name: values[name] for name in names})
+            self._run_check(item, variant)
         except Exception as error:
             return fingerprint(error)
         return None
+
+    def _run_check(self, item: pytest.Item, contestant: Contestant) -> None:
+        """The check's own code, with `contestant` as the module under test (raises what it raises)."""
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        values = dict(params, learner=contestant, reference=self.reference)
+        values["expect"] = Expect(contestant, self.reference)
+        item.obj(**{name: values[name] for name in inspect.signature(item.obj).parameters})
+
+    # -- where the mistake is -------------------------------------------------------------------
+    def locate(self) -> None:
+        """Find the TODOs that hold a failing file's difference from the reference (after its checks,
+        its own box closed): each hybrid runs every check in a fresh box, the file's failed ones first."""
+        failed = [item for item, passed in self.ran if not passed]
+        if not failed:
+            return
+        self.hybrid_order = failed + [item for item, passed in self.ran if passed]
+        self.locate_deadline = time.monotonic() + LOCATE_SECONDS * self.timeout
+        tagged = sorted({_todo_of(item) for item in failed} - {None})
+        self.location = localise.locate(self.source, self.kata.solution(), tagged, self._first_passing)
+
+    def _first_passing(self, sources: list[str]) -> int | None:
+        """The index of the first hybrid, in order, that passes every check; graded a few at a time."""
+        parallel = 1 if SHARED_ZYGOTE is not None else min(2, os.cpu_count() or 1)  # a class: files in parallel
+        with ThreadPoolExecutor(parallel) as pool:
+            for start in range(0, len(sources), parallel):
+                passes = list(pool.map(self._hybrid_passes, sources[start : start + parallel]))
+                if True in passes:
+                    return start + passes.index(True)
+        return None
+
+    def _hybrid_passes(self, source: str) -> bool:
+        """Whether the hybrid passes every check; OutOfTime once the search's time is spent."""
+        folder = self._work() if self.sandboxed else Path(tempfile.mkdtemp(prefix="kata-hybrid-"))
+        try:
+            with self.zygote_lock:  # a sandboxed box copies the folder into a tmpfs of its own: fresh
+                box = self._open_box(folder)
+        except Stopped:
+            return False
+        hung: set[str] = set()
+        try:
+            for item in self.hybrid_order:
+                left = self.locate_deadline - time.monotonic()
+                if left <= 0:
+                    raise localise.OutOfTime
+                try:
+                    contestant = box.spawn(source, self.learner_file, min(self.timeout, left), hung)
+                except Stopped:
+                    return False
+                try:
+                    self._run_check(item, contestant)
+                except (Exception, Stopped, KnownHang, pytest.fail.Exception):
+                    return False
+                finally:
+                    contestant.close()
+            return True
+        finally:
+            with self.zygote_lock:
+                box.close()
+            if not self.sandboxed:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _variant(self, misconception_id: str, seconds: float) -> Contestant:
         """The variant's contestant, kept for the file's later checks (the variants are the grader's

@@ -26,6 +26,24 @@ class CheckResult:
         return self.title_zh if lang == "zh" and self.title_zh else self.title
 
 
+@dataclass(frozen=True)
+class Location:
+    """Where a failing file differs from the reference (grader.judging.localise)."""
+
+    todos: tuple[int, ...]  # the TODOs; () when the difference is outside them
+    method: str  # "transplant", "tags" (the fallback) or "outside_todos"
+    note: str = ""  # with "tags": why hybrids were not used ("markers" or "time")
+
+    def to_json(self) -> dict:
+        return {"todos": list(self.todos), "method": self.method} | ({"note": self.note} if self.note else {})
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> "Location | None":
+        if not isinstance(data, dict):
+            return None
+        return cls(tuple(int(todo) for todo in data.get("todos", [])), str(data["method"]), str(data.get("note", "")))
+
+
 @dataclass
 class GradeResult:
     kata: str
@@ -34,6 +52,7 @@ class GradeResult:
     load_error: str | None = None
     against: str | None = None  # "trl" when graded with --against trl
     sandboxed: bool = False  # whether the file's code ran inside the OS sandbox (grader.run.sandbox)
+    location: Location | None = None  # where a failing file differs from the reference; None if it passes
 
     @property
     def passed(self) -> int:
@@ -51,6 +70,13 @@ class GradeResult:
     def failing_todos(self) -> list[int]:
         """The TODOs with at least one failing check tagged with them, in order."""
         return sorted({check.todo for check in self.checks if check.status != "passed" and check.todo is not None})
+
+    @property
+    def todos_to_fix(self) -> list[int]:
+        """The TODOs that hold the mistake: the located ones, else those of the failing checks."""
+        if self.location is not None and self.location.method != "tags":
+            return list(self.location.todos)
+        return self.failing_todos
 
     @property
     def diagnosis(self) -> str | None:
@@ -77,6 +103,7 @@ class GradeResult:
             "score": self.score,
             "load_error": self.load_error,
             "diagnosis": self.diagnosis,
+            "location": self.location.to_json() if self.location else None,
             "checks": checks,
             "matches": {check.name: check.matches for check in self.checks if check.matches},
         }
@@ -92,4 +119,5 @@ class GradeResult:
             data.get("load_error"),
             data.get("against"),
             data.get("sandboxed") is True,
+            Location.from_json(data.get("location")),
         )

@@ -46,6 +46,7 @@ def build_report(
             parts += _todo_section(todo, checks, kata, lang, None if verbose else DETAILED, result.diagnosis)
         if result.diagnosis:
             parts += _diagnosis(result, kata, lang)
+    parts += _location(result, lang)
     parts += [Text(_next_step(result, kata, lang), style="next"), Text(summary_line(result))]
     return Group(*parts)
 
@@ -150,11 +151,37 @@ def _diagnosis(result: GradeResult, kata: Kata, lang: str) -> list[RenderableTyp
     ]
 
 
+def _location(result: GradeResult, lang: str) -> list[RenderableType]:
+    """Where the mistake lies (one line), and "not a known mistake" when no misconception fits it.
+
+    Nothing when every failure is a TODO not written yet: the sections say so already.
+    """
+    location = result.location
+    blank = {_unwritten_todo(check) for check in result.checks if check.status != "passed"}
+    if location is None or (location.method == "transplant" and None not in blank):
+        return []
+    if location.method == "tags":
+        line = phrase(lang, f"located_{location.note or 'markers'}")
+    elif location.method == "outside_todos":
+        line = phrase(lang, "located_outside")
+    elif len(location.todos) == 1:
+        line = phrase(lang, "located", todo=location.todos[0])
+    else:
+        *rest, last = location.todos
+        line = phrase(lang, "located_many", todos=f"{', '.join(map(str, rest))} {phrase(lang, 'and')} {last}")
+    lines: list[RenderableType] = [Text(f"⌖ {line}", style="next")]
+    if not result.diagnosis and not result.load_error and blank == {None}:
+        lines.append(Text(phrase(lang, "unknown_mistake"), style="muted"))
+    return [*lines, Text()]
+
+
 def _next_step(result: GradeResult, kata: Kata, lang: str) -> str:
     if result.load_error:
         return phrase(lang, "next_load", slug=kata.slug)
-    if result.failing_todos:
-        return phrase(lang, "next_fix", todo=result.failing_todos[0], slug=kata.slug)
+    if result.location is not None and result.location.method == "outside_todos":
+        return phrase(lang, "next_outside", slug=kata.slug)
+    if result.todos_to_fix:
+        return phrase(lang, "next_fix", todo=result.todos_to_fix[0], slug=kata.slug)
     if result.failed:
         return phrase(lang, "next_fix", todo=kata.todos[-1].number, slug=kata.slug)
     return phrase(lang, "next_done", slug=kata.slug)
