@@ -12,6 +12,7 @@ import pytest
 from grader.classroom import batch
 from grader.content import render
 from grader.content.catalogue import DIFFICULTIES, KATAS_DIR, all_katas
+from grader.report.results import Location
 from grader.run import sandbox
 
 KATAS = all_katas()
@@ -68,6 +69,25 @@ def test_every_misconception_is_caught_and_named(graded, slug, target):
     assert any(check.misconception == misconception_id for check in result.checks)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("slug", "target"), MISCONCEPTION_TARGETS, ids=[t.split(":")[1] + "@" + s for s, t in MISCONCEPTION_TARGETS]
+)
+def test_every_misconception_is_located_in_its_todo_and_fails_only_its_checks(graded, slug, target):
+    """Transplanting the reference's code of the misconception's TODO alone makes every check pass, and
+    each check it fails grades that TODO or the whole function's values: the report blames the right
+    TODO and the right mechanism. (A misconception a kata inherits through an include is located, but
+    the including kata's later checks read its TODO's output, so they may fail with it.)"""
+    result = graded[(slug, target)]
+    kata = next(kata for kata in KATAS if kata.slug == slug)
+    item = kata.misconception(target.split(":", 1)[1])
+    assert result.location == Location((item.todo,), "transplant")
+    if item.todo in {todo.number for todo in kata.own_todos}:
+        failing = [check for check in result.checks if check.status != "passed"]
+        others = [check.name for check in failing if check.todo != item.todo and not check.whole]
+        assert not others, f"these checks fail for {item.id} but grade another TODO: {others}"
+
+
 @pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
 def test_metadata_is_complete_in_both_languages(kata):
     assert kata.difficulty in DIFFICULTIES
@@ -91,6 +111,38 @@ def test_todo_markers_match_metadata_and_checks(kata):
     own_numbers = {todo.number for todo in kata.own_todos}
     graded_numbers = {int(n) for n in re.findall(r"@pytest\.mark\.todo\((\d+)\)", checks)}
     assert own_numbers <= graded_numbers, "every TODO needs at least one check"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_each_todos_guidance_names_the_variables_later_code_reads(kata):
+    """A hybrid (grader.judging.localise) joins the reference's code of one TODO to the learner's code
+    of the others: they meet only through the names the guidance tells the learner to use."""
+    solution = kata.solution()
+    tree = ast.parse(solution)
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    for region in render.find_regions(solution):
+        first, last = region.start + 1, region.end + 1  # the markers' 1-based lines
+        scope = next((f for f in functions if f.lineno < first and f.end_lineno > last), tree)
+        names = [node for node in ast.walk(scope) if isinstance(node, ast.Name)]
+        made = {node.id for node in names if isinstance(node.ctx, ast.Store) and first < node.lineno < last}
+        read_later = {node.id for node in names if isinstance(node.ctx, ast.Load) and node.lineno > last}
+        for lang in ("en", "zh"):
+            guidance = "\n".join(kata.todo(region.number).guidance.get(lang, []))
+            missing = [name for name in sorted(made & read_later) if not re.search(rf"\b{name}\b", guidance)]
+            assert not missing, f"TODO {region.number}'s {lang} guidance does not name {missing}"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_each_misconceptions_edit_lies_in_its_own_todo(kata):
+    """So that its transplant location is its own TODO (the localiser's consistency on variants)."""
+    solution = kata.solution()
+    regions = {region.number: region for region in render.find_regions(solution)}
+    for item in kata.misconceptions:
+        edited = item.find.strip("\n")  # the lines it changes, not the line breaks around them
+        line = solution[: solution.index(item.find) + item.find.index(edited)].count("\n")
+        last = line + edited.count("\n")
+        region = regions[item.todo]
+        assert region.start < line and last < region.end, f"{item.id}'s edit is outside TODO {item.todo}"
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=SLUGS)

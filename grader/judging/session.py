@@ -40,7 +40,7 @@ from grader.run.limits import NO_LIMITS, Limits
 
 OUTCOME_KEY = "kata_outcome"
 FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
-LOCATE_SECONDS = 3.0  # the hybrids of one file may take this many check time limits in all
+LOCATE_SECONDS = 4.0  # the hybrids of one file may take this many check time limits in all
 SHARED_ZYGOTE: Zygote | None = None  # a warm process a batch worker keeps across files (grader.classroom.batch)
 SHARED_CGROUP: containment.Box | None = None  # the batch worker's cgroup box for the file being graded
 
@@ -296,11 +296,22 @@ class KataSession:
                     return start + passes.index(True)
         return None
 
+    def _fresh_folder(self) -> Path:
+        """A folder for a hybrid's box that nothing of the file's own run touched."""
+        if self.sandboxed:
+            return self._work()  # a sandboxed box copies it into a tmpfs of its own
+        folder = Path(tempfile.mkdtemp(prefix="kata-hybrid-"))
+        if isinstance(self.spec, Path):
+            from grader.classroom.batch import copy_folder
+
+            copy_folder(self.spec.resolve().parent, folder, self.spec.stem)
+        return folder
+
     def _hybrid_passes(self, source: str) -> bool:
         """Whether the hybrid passes every check; OutOfTime once the search's time is spent."""
-        folder = self._work() if self.sandboxed else Path(tempfile.mkdtemp(prefix="kata-hybrid-"))
+        folder = self._fresh_folder()
         try:
-            with self.zygote_lock:  # a sandboxed box copies the folder into a tmpfs of its own: fresh
+            with self.zygote_lock:
                 box = self._open_box(folder)
         except Stopped:
             return False

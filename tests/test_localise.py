@@ -1,0 +1,153 @@
+"""Fault localisation by transplant: the search (pure), and learner files graded as a class is graded,
+including files that try to tell a hybrid from their own run."""
+
+import json
+
+import pytest
+import torch  # noqa: F401  (imported before pytester's in-process runs: see test_plugin)
+
+from grader.content.catalogue import get_kata
+from grader.content.render import apply_edit
+from grader.judging import localise
+from grader.report.results import Location
+
+KATA = get_kata("grpo_loss")
+CORRECT = KATA.template(filled=True)
+MAX_FOR_MIN = ("-torch.minimum(surrogate, clipped_surrogate)", "-torch.maximum(surrogate, clipped_surrogate)")
+MASK_IGNORED = (
+    "token_sums = per_token_loss.masked_fill(~response_mask, 0.0).sum(dim=-1)",
+    "token_sums = per_token_loss.sum(dim=-1)",
+)
+GIVEN_CODE = ("advantages = compute_group_advantages(rewards, group_ids, eps=eps)  # (B,)",
+              "advantages = 2 * compute_group_advantages(rewards, group_ids, eps=eps)  # (B,)")  # fmt: skip
+
+
+def edited(*edits: tuple[str, str], text: str = CORRECT) -> str:
+    for find, replace in edits:
+        text = apply_edit(text, find, replace)
+    return text
+
+
+# -- the search -----------------------------------------------------------------------------------
+
+
+def test_candidates_come_in_waves_singles_then_pairs_then_all():
+    assert localise.candidate_sets([1, 2, 3], set()) == [[(1,), (2,), (3,)], [(1, 2), (1, 3), (2, 3)], [(1, 2, 3)]]
+    assert localise.candidate_sets([1], set()) == [[(1,)]]
+    assert localise.candidate_sets([1, 2], set()) == [[(1,), (2,)], [(1, 2)]]
+
+
+def test_unwritten_todos_belong_to_every_candidate():
+    assert localise.candidate_sets([1, 2, 3], {2}) == [[(2,)], [(1, 2), (2, 3)], [(1, 2, 3)]]
+    assert localise.candidate_sets([1, 2], {1, 2}) == [[(1, 2)]]
+    assert localise.unwritten_todos(KATA.template()) == {1, 2, 3, 4}
+    assert localise.unwritten_todos(CORRECT) == set()
+
+
+def passing_when(needed: set[int]):
+    """A stand-in for grading hybrids: a hybrid passes when the reference's code is in every TODO of `needed`
+    (seen by the reference's TODO 2 and TODO 4 lines being in it)."""
+    lines = {2: "ratio = torch.exp(log_probs_new - log_probs_old.detach())", 4: MASK_IGNORED[0]}
+
+    def first_passing(sources: list[str]) -> int | None:
+        passing = [all(lines.get(todo, "no such line") in source for todo in needed) for source in sources]
+        return passing.index(True) if True in passing else None
+
+    return first_passing
+
+
+def test_the_smallest_set_that_passes_is_the_location():
+    wrong = edited(("torch.exp(log_probs_new - log_probs_old.detach())", "torch.exp(log_probs_new)"), MASK_IGNORED)
+    assert localise.locate(wrong, KATA.solution(), [1], passing_when({2, 4})) == Location((2, 4), "transplant")
+    assert localise.locate(wrong, KATA.solution(), [1], passing_when({9})) == Location((), "outside_todos")
+
+
+@pytest.mark.parametrize("markers", ["    # END TODO 4\n", "    # TODO 3: "])
+def test_without_the_exercises_markers_the_tags_locate_it(markers):
+    wrong = edited(MAX_FOR_MIN, (markers, "    # "))
+    assert localise.locate(wrong, KATA.solution(), [2, 3], passing_when(set())) == Location((2, 3), "tags", "markers")
+
+
+def test_out_of_time_falls_back_to_the_tags():
+    def out_of_time(sources):
+        raise localise.OutOfTime
+
+    assert localise.locate(edited(MAX_FOR_MIN), KATA.solution(), [2], out_of_time) == Location((2,), "tags", "time")
+
+
+# -- learner files, graded as kata grade grades a class ------------------------------------------
+
+# Learner code that could tell its own run from a hybrid's would steer the blame. Here TODO 3 (wrong)
+# leaves a file behind when it runs, and the file's given code exits at load when it finds one. The
+# hybrid with the reference's TODO 3 never writes it: it passes only if it starts in a fresh folder.
+LEAVES_A_TRACE = edited(
+    (MAX_FOR_MIN[0], f"{MAX_FOR_MIN[1]}\n    open('trace', 'w').close()"),
+    ("LOSS_TYPES = (", "import os\n\nif os.path.exists('trace'):\n    raise SystemExit(3)\n\nLOSS_TYPES = ("),
+)
+FILES = {
+    "correct": CORRECT,
+    "max_for_min": edited(MAX_FOR_MIN),
+    "two_todos": edited(MAX_FOR_MIN, MASK_IGNORED),
+    "given_code": edited(GIVEN_CODE),
+    "no_markers": edited(MAX_FOR_MIN, ("    # END TODO 4\n", "")),
+    "blank": KATA.template(),
+    "syntax_error_in_todo_2": edited(("clipped_ratio = ratio.clamp(", "clipped_ratio = ratio.clamp((")),
+    "leaves_a_trace": LEAVES_A_TRACE,
+}
+
+
+@pytest.fixture(scope="module")
+def located(tmp_path_factory, grade_as_a_class):
+    results = grade_as_a_class(KATA.slug, FILES, tmp_path_factory.mktemp("localise"), 10.0)
+    return {name: result for name, (result, _) in results.items()}
+
+
+@pytest.mark.parametrize(
+    ("name", "location"),
+    [
+        ("correct", None),
+        ("max_for_min", Location((3,), "transplant")),
+        ("two_todos", Location((3, 4), "transplant")),
+        ("given_code", Location((), "outside_todos")),
+        ("blank", Location((1, 2, 3, 4), "transplant")),
+        ("syntax_error_in_todo_2", Location((2,), "transplant")),
+    ],
+)
+def test_a_files_mistake_is_located(located, name, location):
+    assert located[name].location == location
+    assert (located[name].failed == 0) == (location is None)
+
+
+def test_without_the_markers_the_failing_checks_tags_locate_it(located):
+    result = located["no_markers"]
+    assert result.location == Location(tuple(result.failing_todos), "tags", "markers")
+    assert 3 in result.failing_todos
+
+
+def test_the_json_says_where_and_how(located):
+    assert located["two_todos"].to_json()["location"] == {"todos": [3, 4], "method": "transplant"}
+    assert located["given_code"].to_json()["location"] == {"todos": [], "method": "outside_todos"}
+    assert located["correct"].to_json()["location"] is None
+    assert located["max_for_min"].todos_to_fix == [3]
+
+
+def test_a_hybrid_starts_in_a_fresh_folder(located):
+    """The file's own run found its trace (its later checks fail more than TODO 3's mistake alone
+    makes them fail), yet TODO 3 is located."""
+    result = located["leaves_a_trace"]
+    assert result.failed > located["max_for_min"].failed
+    assert result.location == Location((3,), "transplant")
+
+
+@pytest.mark.slow
+def test_without_the_sandbox_a_hybrid_starts_in_a_fresh_folder_too(pytester):
+    """`kata check` where bwrap does not work: the file's boxes work in the run's own folder, each
+    hybrid's in a new copy of the learner's folder."""
+    learner = pytester.mkdir("workspace") / "grpo_loss.py"
+    learner.write_text(LEAVES_A_TRACE, encoding="utf-8")
+    report = pytester.path / "result.json"
+    arguments = ["--kata", "grpo_loss", "--kata-file", str(learner), "--kata-report", str(report)]
+    pytester.runpytest_inprocess(*arguments, "--kata-sandbox", "off")
+    data = json.loads(report.read_text())
+    assert (pytester.path / "trace").exists() and not data["sandboxed"]
+    assert data["location"] == {"todos": [3], "method": "transplant"}
