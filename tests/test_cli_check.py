@@ -190,3 +190,40 @@ def test_check_grades_a_file_named_reference_not_the_builtin_reference(kata_main
     data = json.loads(run.out)
     assert data["target"] == str((tmp_path / "reference").resolve())
     assert run.status == 1 and data["passed"] == 0
+
+
+def learner_file_with(find: str, replace: str) -> str:
+    """The grpo_loss exercise filled with the reference's code, as a learner holds it, with one edit."""
+    text = get_kata("grpo_loss").template(filled=True)
+    assert text.count(find) == 1
+    return text.replace(find, replace)
+
+
+def test_check_points_at_the_todo_that_holds_the_mistake(kata_main, workspace):
+    """max for min is a TODO 3 mistake that also fails checks of other TODOs: the transplant finds TODO 3."""
+    mistake = learner_file_with(
+        "-torch.minimum(surrogate, clipped_surrogate)", "-torch.maximum(surrogate, clipped_surrogate)"
+    )
+    workspace.mkdir(exist_ok=True)
+    (workspace / "grpo_loss.py").write_text(mistake, encoding="utf-8")
+
+    run = kata_main("check", "grpo_loss", "--workspace", workspace)
+
+    text = flat(run.out)
+    assert (
+        "⌖ The difference starts in your TODO 3: with the reference's TODO 3 in its place, every check passes." in text
+    )
+    assert "Next: TODO 3 first. Hint: kata hint grpo_loss --todo 3" in text
+    assert kata_main("list", "--workspace", workspace).out.splitlines()[-1] == "Next: kata hint grpo_loss --todo 3"
+
+
+def test_check_locates_a_mistake_no_misconception_names_in_chinese(kata_main, tmp_path):
+    mistake = learner_file_with("ratio.clamp(1.0 - clip_range, 1.0 + clip_range)", "ratio.clamp(1.0 - clip_range, 1.0)")
+    target = tmp_path / "mine.py"
+    target.write_text(mistake, encoding="utf-8")
+
+    run = kata_main("check", "grpo_loss", "--file", target, "--lang", "zh")
+    data = json.loads(kata_main("check", "grpo_loss", "--file", target, "--json").out)
+
+    assert "差异始于你的 TODO 2" in flat(run.out) and "不是已知的错误" in flat(run.out)
+    assert data["location"] == {"todos": [2], "method": "transplant"} and data["diagnosis"] is None
