@@ -178,6 +178,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if result.diagnosis:
         item = kata_session.kata.misconception(result.diagnosis)
         terminalreporter.write_line(f"kata: likely misconception: {item.title['en']} ({item.id})")
+    if result.location is not None:
+        todos = ", ".join(map(str, result.location.todos)) or "none (the given code)"
+        terminalreporter.write_line(f"kata: the difference lies in TODO {todos} (by {result.location.method})")
     terminalreporter.write_line(f"kata: {result.passed} passed, {result.failed} failed")
 
 
