@@ -43,7 +43,9 @@ def test_transplant_puts_the_reference_step_between_the_learners_markers():
     assert namespace["f"](1) == 4
 
 
-@pytest.mark.parametrize("edit", [("# END TODO 1", "# the end"), ("# TODO 1:", "# TODO 2:"), ("# TODO 1: add one\n", "")])
+@pytest.mark.parametrize(
+    "edit", [("# END TODO 1", "# the end"), ("# TODO 1:", "# TODO 2:"), ("# TODO 1: add one\n", "")]
+)
 def test_transplant_refuses_markers_that_are_not_the_exercises(edit):
     with pytest.raises(render.RenderError, match="markers"):
         render.transplant(SOURCE.replace(*edit), SOURCE, {1})

@@ -35,10 +35,9 @@ PHRASES = {
         "located_markers": "Your file's TODO markers were removed or changed, so the failing checks' TODOs"
         " locate the mistake instead.",
         "located_time": "Locating the mistake took too long, so the failing checks' TODOs locate it instead.",
-        "unknown_mistake": "Not a known mistake: none of this kata's known mistakes fails these checks"
-        " the same way.",
-        "next_outside": "Next: the code outside the TODOs differs from the exercise's."
-        "  A fresh copy: kata reset {slug} (it keeps yours as a backup)",
+        "unknown_mistake": "Not a known mistake: none of this kata's known mistakes fails these checks the same way.",
+        "next_outside": "Next: put the code outside the TODOs back as the exercise gives it"
+        " (kata reset {slug} writes a blank copy and keeps yours as a backup)",
         "and": "and",
     },
     "zh": {
@@ -69,8 +68,8 @@ PHRASES = {
         "located_markers": "你的文件中 TODO 标记被删除或改动，因此改按失败检查所属的 TODO 定位。",
         "located_time": "定位错误耗时过长，因此改按失败检查所属的 TODO 定位。",
         "unknown_mistake": "不是已知的错误：本 kata 的已知误区都不会让这些检查以同样方式失败。",
-        "next_outside": "下一步：TODO 之外的代码与练习原本的不同。"
-        "重新开始：kata reset {slug}（会把你的文件保留为备份）",
+        "next_outside": "下一步：把 TODO 之外的代码恢复成练习给出的样子"
+        "（kata reset {slug} 会写出空白副本，并把你的文件保留为备份）",
         "and": "和",
     },
 }

@@ -310,31 +310,31 @@ class KataSession:
     def _hybrid_passes(self, source: str) -> bool:
         """Whether the hybrid passes every check; OutOfTime once the search's time is spent."""
         folder = self._fresh_folder()
+        box = None
         try:
             with self.zygote_lock:
                 box = self._open_box(folder)
-        except Stopped:
-            return False
-        hung: set[str] = set()
-        try:
+            hung: set[str] = set()
             for item in self.hybrid_order:
                 left = self.locate_deadline - time.monotonic()
                 if left <= 0:
                     raise localise.OutOfTime
-                try:
-                    contestant = box.spawn(source, self.learner_file, min(self.timeout, left), hung)
-                except Stopped:
-                    return False
+                contestant = box.spawn(source, self.learner_file, min(self.timeout, left), hung)
                 try:
                     self._run_check(item, contestant)
-                except (Exception, Stopped, KnownHang, pytest.fail.Exception):
+                except (Exception, KnownHang, pytest.fail.Exception):
                     return False
                 finally:
                     contestant.close()
             return True
+        except Stopped as stopped:
+            if stopped.ending.timed_out and time.monotonic() >= self.locate_deadline:
+                raise localise.OutOfTime from None  # cut short by the search's time, not the check's
+            return False
         finally:
-            with self.zygote_lock:
-                box.close()
+            if box is not None:
+                with self.zygote_lock:
+                    box.close()
             if not self.sandboxed:
                 shutil.rmtree(folder, ignore_errors=True)
 
