@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli import main
+import grader.classroom.batch  # noqa: F401  (loaded before any in-process pytester run, which unloads what
+from grader.cli import main  # it imported first: a process pool started after one could not pickle its worker)
 
 
 @dataclass(frozen=True)
