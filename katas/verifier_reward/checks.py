@@ -1,11 +1,14 @@
 """Checks for extract_answer (TODO 1), has_well_formed_answer (TODO 2), reward_gsm8k (TODO 3),
 verify_integer_response (TODO 4) and combine_rewards (TODO 5).
 
-Each check runs a short list of named cases against the reference and stops at the first case
+Most checks run a short list of named cases against the reference and stop at the first case
 that differs, naming it. The cases are the lessons' own (lesson 001 §1.3, the lesson-000 lab
 fixtures and TRL framework check) plus strings a reward hacker would try: an empty tag, several
 tags, the gold number buried among guesses or restated before a wrong answer, "#### 12" before
 "<answer>13</answer>". Each plausible wrong rule fails a different first case.
+
+reward_gsm8k calls TODOs 1 and 2: its TODO-3 checks use plain answers that every extraction and
+format rule reads alike, and its checks on the lesson cases and the hacks are marked whole.
 """
 
 import math
@@ -28,9 +31,9 @@ def each_case(expect, name, cases):
 
 @pytest.mark.todo(1)
 def test_extract_follows_the_priority_tag_then_hashes_then_last_number(expect):
-    """The answer tag beats "#### N", which beats the last number
+    """Extracted answers vs the reference: the tag beats "#### N", which beats the last number
 
-    zh: 答案标签优先于 "#### N"，"#### N" 优先于最后一个数字
+    zh: 与参考答案比较提取结果：答案标签优先于 "#### N"，"#### N" 优先于最后一个数字
     """
     each_case(
         expect,
@@ -46,9 +49,9 @@ def test_extract_follows_the_priority_tag_then_hashes_then_last_number(expect):
 
 @pytest.mark.todo(1)
 def test_extract_falls_back_to_the_last_number(expect):
-    """Without a tag or "####", the answer is the last number; no number gives None
+    """Extracted answers vs the reference without a tag or "####": the last number, or None
 
-    zh: 没有标签也没有 "####" 时取最后一个数字；没有数字则返回 None
+    zh: 没有标签也没有 "####" 时与参考答案比较提取结果：取最后一个数字，没有数字则为 None
     """
     each_case(
         expect,
@@ -64,9 +67,9 @@ def test_extract_falls_back_to_the_last_number(expect):
 
 @pytest.mark.todo(1)
 def test_extract_reads_thousands_separators_signs_and_decimals(expect):
-    """ "1,234" is 1234.0; negative and decimal numbers keep their sign and fraction
+    """Extracted answers vs the reference: "1,234" is 1234.0, signs and decimals are kept
 
-    zh: "1,234" 读作 1234.0；负数和小数保留符号与小数部分
+    zh: 与参考答案比较提取结果："1,234" 读作 1234.0，负数和小数保留符号与小数部分
     """
     each_case(
         expect,
@@ -84,9 +87,9 @@ def test_extract_reads_thousands_separators_signs_and_decimals(expect):
 
 @pytest.mark.todo(1)
 def test_extract_trusts_the_last_tag_and_never_looks_past_an_empty_one(expect):
-    """Several tags: the last one counts; an empty or numberless tag gives None, not a fallback
+    """Extracted answers vs the reference: the last tag counts, an empty one gives None
 
-    zh: 多个标签时以最后一个为准；空标签或无数字的标签返回 None，不回退到别处
+    zh: 与参考答案比较提取结果：多个标签时以最后一个为准，空标签或无数字的标签返回 None，不回退
     """
     each_case(
         expect,
@@ -108,9 +111,9 @@ def test_extract_trusts_the_last_tag_and_never_looks_past_an_empty_one(expect):
 
 @pytest.mark.todo(2)
 def test_well_formed_accepts_one_tag_around_one_number(expect):
-    """One tag holding one number (whitespace allowed) is well formed
+    """Format verdicts vs the reference: one tag around one number (spaces allowed) passes
 
-    zh: 恰好一个标签、其中只有一个数字（允许空白）即为格式合格
+    zh: 与参考答案比较格式判断：恰好一个标签、其中只有一个数字（允许空白）即为合格
     """
     each_case(
         expect,
@@ -125,9 +128,9 @@ def test_well_formed_accepts_one_tag_around_one_number(expect):
 
 @pytest.mark.todo(2)
 def test_well_formed_rejects_empty_extra_and_broken_tags(expect):
-    """No bonus for two tags, an empty tag, words or units in the tag, or a broken tag
+    """Format verdicts vs the reference: two, empty, wordy or broken tags fail
 
-    zh: 两个标签、空标签、标签里有文字或单位、标签不完整，都不给格式分
+    zh: 与参考答案比较格式判断：两个标签、空标签、标签里有文字或单位、标签不完整，都不合格
     """
     each_case(
         expect,
@@ -148,10 +151,33 @@ def test_well_formed_rejects_empty_extra_and_broken_tags(expect):
 
 
 @pytest.mark.todo(3)
-def test_reward_on_the_lesson_cases(expect):
-    """1.0 for a correct answer, 0.2 for the format, 1.2 for both; no gold, no correctness
+def test_reward_values_where_extraction_and_format_are_plain(expect):
+    """Reward values vs the reference on plain answers: 1.0 correct, 0.2 format, 1.2 both, no gold
 
-    zh: 答对得 1.0，格式得 0.2，两者兼有得 1.2；没有标准答案时不计正确性
+    One number, at most one tag around it: every extraction and format rule reads these alike,
+    so only the reward's own arithmetic (TODO 3) can differ.
+
+    zh: 在朴素回答上与参考答案比较奖励值：答对 1.0，格式 0.2，两者兼有 1.2，无标准答案
+    """
+    each_case(
+        expect,
+        "reward_gsm8k",
+        [
+            ("correct, in one tag", ("<answer>72</answer>", 72.0)),
+            ("correct, no tag", ("So 72.", 72.0)),
+            ("wrong, in one tag", ("<answer>71</answer>", 72.0)),
+            ("wrong, no tag", ("I get 71.", 72.0)),
+            ("no gold answer", ("<answer>72</answer>", None)),
+            ("an integer gold", ("<answer>72</answer>", 72)),
+        ],
+    )
+
+
+@pytest.mark.whole
+def test_reward_values_on_the_lesson_cases(expect):
+    """Reward values vs the reference on the lesson cases (the whole function, TODOs 1-3)
+
+    zh: 在课文案例上与参考答案比较奖励值（整个函数，TODO 1-3）
     """
     each_case(
         expect,
@@ -163,15 +189,16 @@ def test_reward_on_the_lesson_cases(expect):
             ("wrong, no tag", ("I get 71.", 72.0)),
             ("correct via ####", ("48 + 24 = 72\n#### 72", 72.0)),
             ("no gold answer", ("<answer>72</answer>", None)),
+            ("an integer gold and separators", ("<answer>1,234</answer>", 1234)),
         ],
     )
 
 
-@pytest.mark.todo(3)
-def test_reward_resists_the_usual_hacks(expect):
-    """Empty tags, hedged tags, buried or restated gold numbers earn nothing extra
+@pytest.mark.whole
+def test_reward_values_on_the_usual_hacks(expect):
+    """Reward values vs the reference on hacks: empty tags, hedged tags, buried or restated gold
 
-    zh: 空标签、多个标签押注、埋在猜测中或复述题面的标准答案，都拿不到额外奖励
+    zh: 在钻空子的回答上与参考答案比较奖励值：空标签、多个标签押注、埋在猜测中或复述题面的标准答案
     """
     each_case(
         expect,
@@ -191,9 +218,9 @@ def test_reward_resists_the_usual_hacks(expect):
 
 @pytest.mark.todo(3)
 def test_reward_compares_with_an_absolute_tolerance_of_1e_4(expect):
-    """Correct means |predicted - gold| <= 1e-4: repeating decimals pass, 1.1e-4 off does not
+    """Reward values vs the reference around |predicted - gold| <= 1e-4 (absolute)
 
-    zh: 答对指 |预测 - 标准答案| <= 1e-4：循环小数算对，差 1.1e-4 不算对
+    zh: 在 |预测 - 标准答案| <= 1e-4（绝对容差）附近与参考答案比较奖励值
     """
     each_case(
         expect,
@@ -203,7 +230,6 @@ def test_reward_compares_with_an_absolute_tolerance_of_1e_4(expect):
             ("9e-5 off", ("<answer>5.00009</answer>", 5.0)),
             ("1.1e-4 off", ("<answer>5.00011</answer>", 5.0)),
             ("5e-5 below zero", ("<answer>-0.00005</answer>", 0.0)),
-            ("an integer gold and separators", ("<answer>1,234</answer>", 1234)),
         ],
     )
 
@@ -212,12 +238,15 @@ def test_reward_compares_with_an_absolute_tolerance_of_1e_4(expect):
 def test_reward_correctness_dominates_format(expect):
     """A correct answer without the tag outranks a well-formed wrong one, and nothing exceeds 1.2
 
+    Compares the learner's own rewards with each other, on plain answers.
+
     zh: 答对但没有标签的回答，排在格式规范但答错的回答之前；任何奖励都不超过 1.2
     """
     gold = 72.0
-    texts = ["So 72.", "<answer>71</answer>", "<answer>72</answer>", "<answer></answer>", "nothing"]
+    texts = ["So 72.", "<answer>71</answer>", "<answer>72</answer>", "nothing"]
     rewards = [expect.call("reward_gsm8k", text, gold) for text in texts]
-    expect.same(rewards, [expect.reference_call("reward_gsm8k", text, gold) for text in texts], f"rewards of {texts}")
+    if not all(isinstance(reward, int | float) and not isinstance(reward, bool) for reward in rewards):
+        raise AssertionError(f"reward_gsm8k returned {rewards!r} for {texts}; expected a float for each")
     if not rewards[0] > rewards[1]:
         raise AssertionError(f"correct but unformatted got {rewards[0]:.2f}, wrong but formatted {rewards[1]:.2f}")
     if max(rewards) > 1.2:
@@ -265,9 +294,9 @@ def test_integer_verifier_reproduces_the_lesson_pass_rates(expect):
 
 @pytest.mark.todo(4)
 def test_integer_verifier_edge_cases(expect):
-    """Whitespace, negatives, the last of several integers, decimals and empty responses
+    """Records vs the reference: whitespace, negatives, several integers, decimals, empty
 
-    zh: 空白、负数、多个整数取最后一个、小数与空回答
+    zh: 与参考答案比较记录：空白、负数、多个整数取最后一个、小数与空回答
     """
     each_case(
         expect,
@@ -299,9 +328,9 @@ def test_combine_matches_the_lesson_framework_check(expect):
 
 @pytest.mark.todo(5)
 def test_combine_weighs_each_score_and_skips_only_the_missing_ones(expect):
-    """Weighted sums over the scores present, negative weights, tensor weights, NaN as None
+    """Combined values vs the reference: weighted sums of the scores present, NaN as None
 
-    zh: 只对存在的分数加权求和；负权重、张量权重、NaN 与 None 同等对待
+    zh: 与参考答案比较合并值：只对存在的分数加权求和（含负权重、张量权重），NaN 与 None 同等对待
     """
     each_case(
         expect,
@@ -334,7 +363,6 @@ def test_combine_keeps_nan_exactly_where_nothing_scored(expect):
             raise AssertionError(f"response {n} has a score, yet its combined reward is NaN: skip missing scores")
         if not scored and not math.isnan(value):
             raise AssertionError(f"response {n} has no score at all, yet its combined reward is {value:.4g}, not NaN")
-    expect.matches_reference("combine_rewards", scores, [0.5, 2.0])
 
 
 def test_combine_rejects_mismatched_lengths(expect):
@@ -342,7 +370,7 @@ def test_combine_rejects_mismatched_lengths(expect):
 
     zh: 接受合法的奖励列；没有奖励函数或长度不一致时抛出 ValueError
     """
-    expect.matches_reference("combine_rewards", [[1.0, None], [0.5, 0.5]], [1.0, 1.0])
+    expect.call("combine_rewards", [[1.0, None], [0.5, 0.5]], [1.0, 1.0])
     bad = [
         ("no reward function", ([], [])),
         ("fewer weights than functions", ([[1.0], [0.0]], [1.0])),
