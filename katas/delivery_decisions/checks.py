@@ -150,6 +150,8 @@ def _broken(case: str):
         first["trace_ids"] = ["a1", "a2", "a3"]
     elif case == "a trace id that is None":
         first["trace_ids"] = ["a1", None, "a3", "a4"]
+    elif case == "an empty trace id":
+        first["trace_ids"] = ["a1", "", "a3", "a4"]
     elif case == "a duplicate inside one group":
         first["trace_ids"] = ["a1", "a2", "a2", "a4"]
     elif case == "a duplicate across groups":
@@ -164,6 +166,7 @@ BROKEN = {
     "no prompt id": "prompt_identity",
     "a trace missing from a group": "group_size",
     "a trace id that is None": "trace_identity",
+    "an empty trace id": "trace_identity",
     "a duplicate inside one group": "unique_traces",
     "a duplicate across groups": "unique_traces",
 }
@@ -244,6 +247,16 @@ def test_incomplete_groups_stay_in_the_denominator(expect):
         raise AssertionError(f"valid_group_ratio is {ratio:.4f}; expected 2 valid / 5 groups = 0.4000")
     only_incomplete = evidence(reward_groups=[[0.0, 1.0], [1.0, 1.0]])
     fields_match_reference(expect, EVIDENCE_FIELDS, only_incomplete, lesson_gates())
+
+
+@pytest.mark.todo(2)
+def test_oversized_groups_are_not_complete(expect):
+    """Evidence values vs the reference with an oversized group: complete is exactly n rewards
+
+    zh: 含过大组时与参考答案比较证据值：完整指恰好 n 个奖励
+    """
+    oversized = evidence(reward_groups=[[0.0, 1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0], [0.0, 1.0]])
+    fields_match_reference(expect, EVIDENCE_FIELDS, oversized, lesson_gates())
 
 
 @pytest.mark.todo(2)

@@ -42,6 +42,7 @@ def test_extract_follows_the_priority_tag_then_hashes_then_last_number(expect):
             ("the tag beats the last number", ("<answer>13</answer> I checked it 12 times.",)),
             ("the tag beats ####", ("#### 12\nOn second thought: <answer>13</answer>",)),
             ("#### beats the last number", ("#### 72\nThat took 3 steps.",)),
+            ("the last #### counts", ("#### 12\nNo, redo it.\n#### 13",)),
             ("a GSM8K solution", ("48 / 2 = 24 clips in May.\n48 + 24 = 72\n#### 72",)),
         ],
     )
@@ -97,7 +98,7 @@ def test_extract_trusts_the_last_tag_and_never_looks_past_an_empty_one(expect):
         [
             ("numbers after the tag do not count", ("<answer>13</answer> (after 12 tries)",)),
             ("the tag's last number", ("<answer>12 or 13</answer>",)),
-            ("a tag over several lines", ("<answer>\n42\n</answer>",)),
+            ("a tag over several lines", ("<answer>\n13\n</answer> after 12 tries",)),
             ("several tags: the last one counts", ("<answer>12</answer> no, wait: <answer>13</answer> done",)),
             ("an empty tag is no answer", ("There are 12 apples. <answer></answer>",)),
             ("a tag without a number is no answer", ("12 apples in all. <answer>twelve</answer>",)),
@@ -122,6 +123,7 @@ def test_well_formed_accepts_one_tag_around_one_number(expect):
             ("a bare tag", ("<answer>42</answer>",)),
             ("reasoning, then a tag with spaces", ("48 + 24 = 72, so\n<answer> 72 </answer>",)),
             ("separators and sign", ("<answer>-1,234.5</answer>",)),
+            ("a tag over several lines", ("<answer>\n42\n</answer>",)),
         ],
     )
 
