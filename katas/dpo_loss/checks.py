@@ -73,15 +73,15 @@ def test_matches_the_lesson_batch(expect):
 
 
 @pytest.mark.whole
-@pytest.mark.parametrize("seed", [0, 1])
-def test_loss_and_gradients_match_reference(expect, seed):
-    """Loss value and gradients for every input match the reference on random pairs
+@pytest.mark.parametrize(("seed", "beta"), [(0, 0.1), (1, 0.5)])
+def test_loss_and_gradients_match_reference(expect, seed, beta):
+    """The sigmoid loss value and gradients for every input match the reference on random pairs
 
-    zh: 在随机偏好对上，损失值及每个输入的梯度与参考答案一致
+    zh: 在随机偏好对上，sigmoid 损失值及每个输入的梯度与参考答案一致
     """
     batch = random_pairs(seed)
-    expect.matches_reference(FN, *batch, beta=0.1)
-    expect.gradients_match_reference(FN, *batch, beta=0.1, wrt=ARGS)
+    expect.matches_reference(FN, *batch, beta=beta)
+    expect.gradients_match_reference(FN, *batch, beta=beta, wrt=ARGS)
 
 
 @pytest.mark.todo(1)
