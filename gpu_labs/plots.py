@@ -4,27 +4,48 @@ Curves are named series of per-step values, e.g. {"reward": [...], "kl": [...]}.
 hold None for a step where the value was not measured; those points are skipped.
 """
 
+import math
 from pathlib import Path
 
-BARS = "▁▂▃▄▅▆▇█"
+BARS = "▁▂▃▄▅▆▇█"  # heights 1/8 .. 8/8
+MIDDLE = "▄"  # 4/8: a constant series, neither a maximum nor a zero
+NOT_FINITE = "!"  # a NaN or an infinity, never scaled with the rest
 
 
-def sparkline(values) -> str:
-    """`[0, 1, 2, 3]` -> '▁▃▆█'; None -> ' '; a constant series is drawn at mid height."""
-    known = [value for value in values if value is not None]
-    if not known:
+def sparkline(values, width: int | None = None) -> str:
+    """`[0, 1, 2, 3]` -> '▁▃▆█': bar = BARS[round((v - min) / (max - min) * 7)].
+
+    None -> ' '; NaN or inf -> '!'; a series constant up to rounding is flat at mid height
+    ('▄▄▄'). With `width`, a longer series is first shrunk to `width` points (bucket means).
+    """
+    if width is not None and len(values) > width:
+        values = _shrink(list(values), width)
+    if all(value is None for value in values):
         return ""
-    low, high = min(known), max(known)
-    span = high - low
+    known = [value for value in values if value is not None and math.isfinite(value)]
+    low, high = (min(known), max(known)) if known else (0.0, 0.0)
+    flat = math.isclose(low, high, rel_tol=1e-9, abs_tol=1e-12)
     marks = []
     for value in values:
         if value is None:
             marks.append(" ")
-        elif span == 0:
-            marks.append(BARS[len(BARS) // 2])
+        elif not math.isfinite(value):
+            marks.append(NOT_FINITE)
+        elif flat:
+            marks.append(MIDDLE)
         else:
-            marks.append(BARS[round((value - low) / span * (len(BARS) - 1))])
+            marks.append(BARS[round((value - low) / (high - low) * (len(BARS) - 1))])
     return "".join(marks)
+
+
+def _shrink(values: list, width: int) -> list:
+    """`width` consecutive buckets of `values`, each its mean (None when it holds no point; NaN wins)."""
+    buckets = [values[len(values) * i // width : len(values) * (i + 1) // width] for i in range(width)]
+    means = []
+    for bucket in buckets:
+        known = [value for value in bucket if value is not None]
+        means.append(sum(known) / len(known) if known else None)
+    return means
 
 
 def save_curves(path: Path, curves: dict[str, list], title: str, x_label: str = "step") -> Path | None:

@@ -119,8 +119,26 @@ def test_a_gsm8k_file_loads_and_bad_lines_are_named(tmp_path):
 
 def test_sparklines_scale_to_the_series_and_mark_missing_points():
     assert plots.sparkline([0, 1, 2, 3, 4, 5, 6, 7]) == "▁▂▃▄▅▆▇█"
-    assert plots.sparkline([3.0, None, 3.0]) == "▅ ▅"
-    assert plots.sparkline([]) == ""
+    assert plots.sparkline([1.0, None, 3.0]) == "▁ █"
+    assert plots.sparkline([]) == "" and plots.sparkline([None]) == ""
+
+
+def test_a_constant_series_is_flat_at_mid_height_not_at_a_maximum_or_a_zero():
+    assert plots.sparkline([3.0, None, 3.0]) == "▄ ▄"  # the half block: 4/8 of the height
+    assert plots.sparkline([0.0, 0.0]) == "▄▄" and plots.sparkline([-2.5]) == "▄"
+    assert plots.sparkline([0.1 + 0.2, 0.3, 0.3]) == "▄▄▄"  # equal up to rounding is constant
+
+
+def test_a_sparkline_marks_a_nan_or_inf_without_scaling_it():
+    assert plots.sparkline([0.0, float("nan"), 1.0, float("inf")]) == "▁!█!"
+    assert plots.sparkline([float("nan")]) == "!"
+
+
+def test_a_long_series_is_shrunk_to_the_width_by_bucket_means():
+    assert plots.sparkline([0, 0, 1, 1, 2, 2, 3, 3], width=4) == plots.sparkline([0, 1, 2, 3])
+    assert plots.sparkline([None, None, 5, 7], width=2) == " ▄"
+    assert len(plots.sparkline(list(range(200)), width=24)) == 24
+    assert plots.sparkline([1, 2], width=8) == "▁█"
 
 
 def test_curves_are_drawn_to_a_png(tmp_path):
