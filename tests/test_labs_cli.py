@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,66 @@ def test_real_gpu_is_refused_without_cuda_before_anything_is_written(kata_main, 
     assert status == 1 and out == ""
     assert len(err.strip().splitlines()) == 1 and "needs CUDA" in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_real_gpu_without_cuda_says_so_before_it_looks_for_the_model(kata_main, monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(models, "SMOLLM2_FILE", "missing.gguf")
+    status, out, err = kata_main("lab", "run", "train_grpo", "--run-mode", "real_gpu")
+    assert status == 1 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "real_gpu needs CUDA" in err and "gguf" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("missing", ["peft", "matplotlib"])
+def test_a_run_without_the_labs_extra_is_refused_in_one_line_before_any_stage(
+    kata_main, monkeypatch, tmp_path, missing
+):
+    monkeypatch.setitem(sys.modules, missing, None)  # `import peft` now raises ModuleNotFoundError
+    status, out, err = kata_main("lab", "run", "grpo_mechanism", "--run-mode", "cpu_smoke", "--label", "x")
+    assert status == 1 and out == ""
+    assert (
+        err.strip()
+        == f'kata lab: grpo_mechanism needs {missing}, which cannot be imported here: pip install "post-training-katas[labs]"'
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_dry_run_needs_no_labs_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "peft", None)
+    assert lab("run", "grpo_mechanism", "--model", "tiny", "--label", "dry")[0] == 0
+
+
+@pytest.fixture
+def hub_unreachable(monkeypatch):
+    """The hub's address is a closed local port: the probe is refused at once, network or not."""
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    for name in ("HF_HUB_OFFLINE", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_hub_model_neither_cached_nor_reachable_is_refused_at_once(kata_main, hub_unreachable, tmp_path):
+    started = time.monotonic()
+    model = "post-training-katas/no-such-model"
+    status, out, err = kata_main("lab", "run", "grpo_mechanism", "--run-mode", "cpu_smoke", "--model", model)
+    assert status == 1 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert f"model '{model}' is not in the local cache and the hub cannot be reached" in err
+    assert time.monotonic() - started < 15  # transformers' own retries took ~50 s
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_cached_hub_model_loads_from_the_cache_alone_when_the_hub_cannot_be_reached(hub_unreachable, monkeypatch):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda repo, name: f"/cache/{repo}/{name}")
+    assert models.hub_unreachable_but_cached("org/cached-model") is True
+    monkeypatch.setenv("HF_ENDPOINT", "https://huggingface.co")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert models.hub_unreachable_but_cached("org/cached-model") is True
+    assert models.hub_unreachable_but_cached("tiny") is False
+    with pytest.raises(models.ModelUnavailable, match="no model folder at ./nowhere"):
+        models.hub_unreachable_but_cached("./nowhere")
 
 
 @pytest.mark.parametrize(
