@@ -65,7 +65,7 @@ def lab():
     kata lab run grpo_mechanism                          dry run: config, workload, model identity
     kata lab run grpo_mechanism --run-mode cpu_smoke     the whole path on a tiny model, on the CPU
     kata lab run grpo_mechanism --run-mode real_gpu --label try1
-    kata lab show runs/grpo_mechanism/try1
+    kata lab show grpo_mechanism try1
     """
 
 
@@ -156,20 +156,27 @@ def run_command(
 
 
 @lab.command("show")
-@click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
+@click.argument("run")
+@click.argument("label", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the evidence as JSON.")
-def show_command(run_dir: Path, as_json: bool) -> int:
+def show_command(run: str, label: str | None, as_json: bool) -> int:
     """Reprint a past run's summary.
 
-    RUN_DIR is the run's folder (e.g. runs/grpo_mechanism/LABEL) or its evidence.json.
+    \b
+    kata lab show grpo_mechanism try1        lab and label
+    kata lab show grpo_mechanism             the lab's newest run
+    kata lab show try1                       a label (of one lab's run)
+    kata lab show runs/grpo_mechanism/try1   a run folder or its evidence.json
     """
+    from gpu_labs.runs import find_run
     from gpu_labs.summary import build_summary
 
     console, errors = _consoles()
-    path = run_dir / "evidence.json" if run_dir.is_dir() else run_dir
     try:
+        found = find_run(run, label)
+        path = found / "evidence.json" if found.is_dir() else found
         record = read_evidence(path)
-    except ValueError as error:
+    except (LookupError, ValueError) as error:
         errors.print(f"kata lab: {error}", style="warning", markup=False)
         return 1
     if as_json:

@@ -2,6 +2,7 @@
 
 A label names one run. Reusing a label is refused (LabRefusal, exit 1) instead of replacing the
 evidence it holds; `--out DIR` picks the folder directly and is held to the same rule.
+`find_run` turns what `kata lab show` is given (a path, a lab, a label, or both) into a folder.
 """
 
 import re
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 
 RUNS_ROOT = Path("runs")
+SHOWN_RUNS = 8  # runs named in the error for a run that is not there
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -46,3 +48,33 @@ def claim_run_dir(lab: str, label: str, out: Path | None = None, root: Path = RU
     except FileExistsError:  # another run claimed it between the check and here
         raise LabRefusal(f"run {path} already exists; choose another --label (runs are never overwritten)") from None
     return path
+
+
+def find_run(name: str, label: str | None = None, root: Path = RUNS_ROOT) -> Path:
+    """The run `kata lab show NAME [LABEL]` means: NAME a run folder or evidence file; NAME a lab
+    and LABEL one of its runs; NAME a lab alone (its newest run); or NAME a label of one lab's run.
+
+    LookupError, one line that names the runs there are, when it means none or several.
+    """
+    if label is None and Path(name).exists():
+        return Path(name)
+    if label is None and ("/" in name or name.endswith(".json")):
+        raise LookupError(f"{name} does not exist (give a run folder, its evidence.json, or LAB LABEL)")
+    runs = [folder for folder in sorted(root.glob("*/*")) if folder.is_dir()]
+    if label is not None:
+        found = [run for run in runs if (run.parent.name, run.name) == (name, label)]
+    elif any(run.parent.name == name for run in runs):
+        found = [max((run for run in runs if run.parent.name == name), key=lambda run: run.stat().st_mtime)]
+    else:
+        found = [run for run in runs if run.name == name]
+    if len(found) == 1:
+        return found[0]
+    asked = f"{name} {label}" if label else name
+    if found:
+        labs = ", ".join(run.parent.name for run in found)
+        raise LookupError(f"{asked!r} is a run of {labs}; say which: kata lab show LAB {name}")
+    if not runs:
+        raise LookupError(f"no run {asked!r}: {root}/ holds no runs yet (kata lab run NAME makes one)")
+    listed = ", ".join(f"{run.parent.name} {run.name}" for run in runs[:SHOWN_RUNS])
+    more = f" and {len(runs) - SHOWN_RUNS} more" if len(runs) > SHOWN_RUNS else ""
+    raise LookupError(f"no run {asked!r} in {root}/; there are: {listed}{more}")

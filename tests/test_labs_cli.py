@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -261,9 +262,42 @@ def test_show_reprints_a_past_run_from_its_folder_or_its_file(tmp_path):
     assert json.loads(printed) == json.loads((run_dir / "evidence.json").read_text(encoding="utf-8"))
 
 
+def test_show_finds_a_run_by_lab_and_label_by_lab_alone_or_by_label_alone():
+    for label in ("older", "newer"):
+        assert lab("run", "grpo_mechanism", "--model", "tiny", "--label", label)[0] == 0
+    older, newer = (Path("runs", "grpo_mechanism", label) for label in ("older", "newer"))  # cwd: tmp_path
+    os.utime(older, (1, 1))  # the "newer" run is the lab's newest, whatever the clock's resolution
+    by_path = {label: lab("show", folder)[1] for label, folder in (("older", older), ("newer", newer))}
+    assert lab("show", "grpo_mechanism", "older") == (0, by_path["older"], "")
+    assert lab("show", "grpo_mechanism") == (0, by_path["newer"], "")
+    assert lab("show", "older") == (0, by_path["older"], "")
+    assert "dry_run · older" in by_path["older"]
+
+
+def test_show_names_the_runs_there_are_when_it_finds_none_or_several(kata_main, tmp_path):
+    status, _, err = kata_main("lab", "show", "grpo_mechanism", "try1")
+    assert (
+        status == 1
+        and err.strip()
+        == "kata lab: no run 'grpo_mechanism try1': runs/ holds no runs yet (kata lab run NAME makes one)"
+    )
+    for name in ("grpo_mechanism", "grpo_rlvr"):
+        assert lab("run", name, "--model", "tiny", "--label", "same")[0] == 0
+    status, _, err = kata_main("lab", "show", "try1")
+    assert (
+        status == 1
+        and err.strip() == "kata lab: no run 'try1' in runs/; there are: grpo_mechanism same, grpo_rlvr same"
+    )
+    status, _, err = kata_main("lab", "show", "same")
+    assert (
+        status == 1
+        and err.strip() == "kata lab: 'same' is a run of grpo_mechanism, grpo_rlvr; say which: kata lab show LAB same"
+    )
+
+
 def test_show_refuses_what_is_not_a_run_in_one_line(kata_main, tmp_path):
     status, _, err = kata_main("lab", "show", tmp_path / "nowhere")
-    assert status == 2 and "does not exist" in err and len(err.strip().splitlines()) == 1
+    assert status == 1 and "nowhere does not exist" in err and len(err.strip().splitlines()) == 1
     empty = tmp_path / "empty"
     empty.mkdir()
     status, _, err = kata_main("lab", "show", empty)
