@@ -50,9 +50,19 @@ def all_slugs() -> list[str]:
 
 
 def list_table(text: str) -> dict[str, str]:
-    """The rows of a plain `kata list`, by slug (the second cell of each row)."""
-    rows = text.split("\n\n")[0].splitlines()[1:]
+    """The first line of each kata's block in a plain `kata list` ("N  slug  difficulty  status"), by slug."""
+    rows = [line for line in text.split("\n\n")[0].splitlines() if not line.startswith(" ")]
     return {row.split()[1]: row for row in rows}
+
+
+def list_blocks(text: str) -> dict[str, list[str]]:
+    """Each kata's block of a plain `kata list` (its first line, then its indented lines), by slug."""
+    blocks: dict[str, list[str]] = {}
+    for line in text.split("\n\n")[0].splitlines():
+        if not line.startswith(" "):
+            slug = line.split()[1]
+        blocks.setdefault(slug, []).append(line)
+    return blocks
 
 
 def suggestions(err: str) -> list[str]:

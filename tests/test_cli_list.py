@@ -1,11 +1,19 @@
 """`kata list`: the katas in learning order, their status, the next command; in text and JSON."""
 
+import io
 import json
+import re
 
 import pytest
-from cli_support import CJK, all_slugs, list_json, list_rows, list_table, record_check
+from cli_support import CJK, all_slugs, kata_script, list_blocks, list_json, list_rows, list_table, record_check
+from rich.console import Console
 
+from grader.cli.listing import _width as cells
+from grader.cli.listing import build_listing, plain_listing
 from grader.content.catalogue import DIFFICULTIES, all_katas, get_kata
+from grader.report.styles import THEME
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 ROW_KEYS = {"slug", "order", "title", "difficulty", "status", "prerequisites", "file", "last_check"}
 
@@ -17,19 +25,88 @@ def test_list_shows_the_katas_in_learning_order_with_the_first_one_next(kata_mai
     run = kata_main("list", "--workspace", workspace)
 
     assert run.status == 0
-    lines = run.out.splitlines()
-    rows = lines[1 : len(katas) + 1]
-    assert lines[0].split() == ["#", "kata", "title", "difficulty", "after", "status"]
-    assert [row.split()[:2] for row in rows] == [[str(kata_.order), kata_.slug] for kata_ in katas]
+    blocks = list_blocks(run.out)
+    assert list(blocks) == [kata_.slug for kata_ in katas]
     orders = [kata_.order for kata_ in katas]
     assert orders == sorted(orders)
-    for kata_, row in zip(katas, rows):
-        after = ", ".join(kata_.prerequisites) or "-"
-        assert f"  {kata_.title['en']}  " in row and f"  {kata_.difficulty}  " in row and f"  {after}  " in row
-        assert row.endswith("not started")
+    for kata_ in katas:
+        first, *rest = blocks[kata_.slug]
+        assert first == f"{kata_.order}  {kata_.slug}  {kata_.difficulty}  not started"
+        assert " ".join(line.strip() for line in rest) == " ".join(
+            [kata_.title["en"]] + ([f"after {', '.join(kata_.prerequisites)}"] if kata_.prerequisites else [])
+        )
     assert all_slugs().index("group_advantages") < all_slugs().index("grpo_loss")
-    assert lines[len(katas) + 1 :] == ["", f"Next: kata start {katas[0].slug}"]
+    assert run.out.split("\n\n")[1].splitlines() == [f"Next: kata start {katas[0].slug}"]
     assert not workspace.exists(), "listing must not create the workspace"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_piped_list_is_plain_lines_of_80_columns_that_never_cut_a_slug(tmp_path, lang):
+    run = kata_script("list", "--workspace", tmp_path / "ws", "--lang", lang, cwd=tmp_path)
+
+    assert run.status == 0, run.err
+    lines = run.out.splitlines()
+    assert all(cells(line) <= 80 and line == line.rstrip() for line in lines), run.out
+    blocks = list_blocks(run.out)
+    assert list(blocks) == all_slugs()
+    for slug, (first, *rest) in blocks.items():
+        assert first.split()[1] == slug and all(line.startswith("   ") and line[3] != " " for line in rest)
+        prerequisites = get_kata(slug).prerequisites
+        assert set(prerequisites) <= set(" ".join(rest).replace(",", " ").split())
+    assert "…" not in run.out
+
+
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_on_a_terminal_the_table_keeps_every_slug_whole_and_fits_the_width(kata_main, workspace, width):
+    listing = list_json(kata_main, workspace, "--lang", "zh")
+    console = Console(file=io.StringIO(), width=width, force_terminal=True, theme=THEME)
+    console.print(build_listing(listing))
+    text = ANSI.sub("", console.file.getvalue())
+
+    assert text.split()[:5] == ["#", "kata", "title", "difficulty", "status"]
+    for kata_ in all_katas():
+        assert re.search(rf"^{kata_.order}  {kata_.slug} ", text, flags=re.MULTILINE), text
+    assert all(cells(line) <= width for line in text.splitlines())
+    assert "…" not in text and text.splitlines()[-1] == f"Next: kata start {all_slugs()[0]}"
+
+
+def test_a_terminal_narrower_than_the_table_gets_the_plain_blocks(kata_main, workspace):
+    listing = list_json(kata_main, workspace)
+    console = Console(file=io.StringIO(), width=50, force_terminal=True, theme=THEME)
+    console.print(build_listing(listing))
+
+    assert ANSI.sub("", console.file.getvalue()).rstrip("\n") == plain_listing(listing, 50)
+
+
+def test_a_wrapped_line_breaks_between_words_under_its_own_indentation():
+    listing = {
+        "katas": [
+            {
+                "slug": "delivery_decisions",
+                "order": 9,
+                "title": "GRPO delivery decisions: rollout contract, candidate gates",
+                "difficulty": "medium",
+                "status": "in progress",
+                "prerequisites": ["group_advantages", "kl_estimators"],
+                "last_check": {"passed": 20, "failed": 6, "failing_todos": [12]},
+            }
+        ],
+        "next": "kata hint delivery_decisions --todo 12",
+    }
+
+    assert plain_listing(listing, width=30).splitlines() == [
+        "9  delivery_decisions  medium",
+        "   in progress (20/26 checks)",
+        "   GRPO delivery decisions:",
+        "   rollout contract, candidate",
+        "   gates",
+        "   after group_advantages,",
+        "   kl_estimators",
+        "",
+        "Next: kata hint",
+        "      delivery_decisions",
+        "      --todo 12",
+    ]
 
 
 def test_list_json_has_one_row_per_kata_with_every_field_and_the_next_command(kata_main, workspace):

@@ -1,5 +1,19 @@
 """`kata list`: each kata's row (title, difficulty, status, last check, best drill scores) and
-the next step."""
+the next step.
+
+On a terminal a table, at any width from TABLE_WIDTH up, and blocks below it; in a pipe or a
+file the blocks, plain lines of at most WIDTH columns with no padding at their ends. Neither
+layout ever cuts or breaks a slug or a command: a line wraps between words only, under its
+own indentation.
+
+    1  concepts  easy  not started
+       Concepts: preferences, DPO, GRPO, RLVR and the KL
+    6  grpo_loss  hard  in progress (20/26 checks)
+       The clipped GRPO loss
+       after group_advantages, kl_estimators
+"""
+
+import re
 
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import DIFFICULTIES, Kata, localized
@@ -66,14 +80,37 @@ def _footer(listing: dict) -> str:
     return f"Next: {listing['next']}" if listing["next"] else "Every kata passed."
 
 
-def plain_listing(listing: dict) -> str:
-    """The listing as plain text, for pipes and files (no rich needed)."""
-    rows = [list(COLUMNS)] + [_cells(row) for row in listing["katas"]]
-    widths = [max(_width(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    lines = [
-        "  ".join(cell + " " * (width - _width(cell)) for cell, width in zip(row, widths)).rstrip() for row in rows
-    ]
-    return "\n".join(lines + ["", _footer(listing)])
+WIDTH = 80  # the plain listing's lines
+TABLE_WIDTH = 72  # narrower terminals get the blocks: the table's title column would be a few words wide
+
+
+def plain_listing(listing: dict, width: int = WIDTH) -> str:
+    """The listing as blocks of plain lines, for pipes, files and narrow terminals (no rich needed)."""
+    digits = max((len(str(row["order"])) for row in listing["katas"]), default=1)
+    lines = []
+    for row in listing["katas"]:
+        number, slug, title, difficulty, after, status = _cells(row)
+        indent = " " * (digits + 2)
+        lines += _wrap(f"{number:>{digits}}  {slug}  {difficulty}  {status}", width, indent)
+        lines += _wrap(title, width, indent, indent)
+        if row["prerequisites"]:
+            lines += _wrap(f"after {after}", width, indent, indent)
+    return "\n".join(lines + ["", *_wrap(_footer(listing), width, " " * len("Next: "))])
+
+
+def _wrap(text: str, width: int, indent: str, first: str = "") -> list[str]:
+    """`first + text` in lines of at most `width` columns, broken at spaces only, later lines under `indent`.
+
+    The spaces between words are kept; a word longer than a line (a slug, a path) is never cut.
+    """
+    lines, line = [], first
+    for space, word in re.findall(r"(\s*)(\S+)", text):
+        if line.strip() and _width(line) + len(space) + _width(word) > width:
+            lines.append(line)
+            line = indent + word
+        else:
+            line += (space if line.strip() else "") + word
+    return lines + [line]
 
 
 def _width(text: str) -> int:
@@ -82,15 +119,43 @@ def _width(text: str) -> int:
 
 
 def build_listing(listing: dict):
-    """The listing as a rich table, for terminals."""
-    from rich.console import Group
+    """The listing for a terminal: a table, or the blocks of `plain_listing` when it is narrower than TABLE_WIDTH."""
+    return _Listing(listing)
+
+
+class _Listing:
+    """Chooses its layout when rich renders it, at the width it is given."""
+
+    def __init__(self, listing: dict):
+        self.listing = listing
+
+    def __rich_console__(self, console, options):
+        from rich.text import Text
+
+        if options.max_width < TABLE_WIDTH:
+            yield Text(plain_listing(self.listing, options.max_width))
+            return
+        yield _table(self.listing)
+        yield Text()
+        yield Text(_footer(self.listing), style="next")
+
+
+def _table(listing: dict):
+    """#, kata (never wrapped), title (with 'after' beneath it, dim), difficulty and status."""
     from rich.table import Table
     from rich.text import Text
 
+    slugs = max((len(row["slug"]) for row in listing["katas"]), default=4)
     table = Table(box=None, pad_edge=False, header_style="title")
-    for column in COLUMNS:
-        table.add_column(column)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("kata", no_wrap=True, min_width=slugs)
+    table.add_column("title", ratio=1, min_width=slugs + len("after "), overflow="fold")
+    table.add_column("difficulty", no_wrap=True)
+    table.add_column("status", min_width=len("in progress"), overflow="fold")
     for row in listing["katas"]:
-        *cells, status = _cells(row)
-        table.add_row(*cells, Text(status, style=STATUS_STYLE[row["status"]]))
-    return Group(table, Text(), Text(_footer(listing), style="next"))
+        number, slug, title, difficulty, after, status = _cells(row)
+        cell = Text(title)
+        if row["prerequisites"]:
+            cell.append(f"\nafter {after}", style="muted")
+        table.add_row(number, slug, cell, difficulty, Text(status, style=STATUS_STYLE[row["status"]]))
+    return table
