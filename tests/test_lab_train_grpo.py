@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,20 @@ def full_finetune(tmp_path_factory):
 
 def metrics_lines(out_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (out_dir / lab.METRICS_FILE).read_text(encoding="utf-8").splitlines()]
+
+
+def test_the_log_lines_fit_80_columns_under_a_header_whose_names_end_where_their_values_end():
+    config = lab.Config()  # 200 iterations
+    record = {"iteration": 200, "phase": "curriculum", "reward_mean": 1.2, "informative_fraction": 0.5, "kl": 0.0312}
+    record |= {"clip_fraction": 0.018, "loss": -0.0124, "heldout_accuracy": 0.125, "seconds": 12.5}
+    header, line = trainer.log_header(config), trainer.log_line(record, config)
+
+    assert len(header) == len(line) <= 80 and line.startswith("iter 200/200 curriculum")
+    ends = {match.end() for match in re.finditer(r"\S+", line)}
+    assert header.split() == ["reward", "inform", "KL", "clip", "loss", "eval", "time"]
+    assert all(match.end() in ends for match in re.finditer(r"\S+", header))
+    unevaluated = trainer.log_line(record | {"heldout_accuracy": None}, config)
+    assert len(unevaluated) == len(line) and "0.125" not in unevaluated
 
 
 # ---- the smoke run as shipped ----------------------------------------------------------------

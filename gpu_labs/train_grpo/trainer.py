@@ -98,6 +98,7 @@ class Trainer:
         self.optimizer, self.trainable = optimizer, trainable
         self.checkpoints: list[dict] = []
         self.seconds: list[float] = []
+        self.logged = 0  # console lines so far: the column header comes before the first
 
     def prompt_text(self, problem) -> str:
         from gpu_labs.sequences import chat_prompt
@@ -270,7 +271,10 @@ class Trainer:
             self.lab_run.curve(name.removesuffix("_mean"), record.get(name))
         console = self.lab_run.console
         if console is not None:
+            if not self.logged:
+                console.print(log_header(self.config), style="muted", highlight=False, markup=False, soft_wrap=True)
             console.print(log_line(record, self.config), highlight=False, markup=False, soft_wrap=True)
+        self.logged += 1
 
     def write_metrics(self, record: dict) -> None:
         with open(self.lab_run.out_dir / METRICS_FILE, "a", encoding="utf-8") as handle:
@@ -341,13 +345,35 @@ def greedy_answers(model, tokenizer, prompts: list[str], max_new_tokens: int, ba
     return answers
 
 
+LOG_COLUMNS = (  # (header, width, format) of each column after `iter I/N phase`: 79 columns at 200 iterations
+    ("reward", 6, ".3f"),
+    ("inform", 6, ".2f"),
+    ("KL", 7, ".4f"),
+    ("clip", 5, ".3f"),
+    ("loss", 7, "+.4f"),
+    ("eval", 5, ".3f"),
+)
+
+
+def log_header(config) -> str:
+    """The column names above the log lines (blank under `iter I/N phase`), e.g. `... reward  inform  KL ...`."""
+    names = [f"{name:>{width}}" for name, width, _ in LOG_COLUMNS] + [f"{'time':>6}"]
+    return " " * len(_log_prefix({"iteration": config.iterations, "phase": ""}, config)) + "  " + "  ".join(names)
+
+
 def log_line(record: dict, config) -> str:
-    """`iter   5/200 curriculum  reward 0.412  informative 0.62  KL 0.0031  clip 0.018  loss -0.0124  held-out 0.125  4.1s`"""
-    line = (
-        f"iter {record['iteration']:>{len(str(config.iterations))}}/{config.iterations} {record['phase']:<10}  "
-        f"reward {record['reward_mean']:.3f}  informative {record['informative_fraction']:.2f}  "
-        f"KL {record['kl']:.4f}  clip {record['clip_fraction']:.3f}  loss {record['loss']:+.4f}"
-    )
-    if record.get("heldout_accuracy") is not None:
-        line += f"  held-out {record['heldout_accuracy']:.3f}"
-    return line + f"  {record['seconds']:.1f}s"
+    """`iter   5/200 curriculum   0.412    0.62   0.0031  0.018  -0.0124  0.125    4.1s` under log_header.
+
+    reward (mean), inform (the informative fraction of groups), KL (k3), clip (fraction), loss,
+    eval (held-out accuracy, blank when not evaluated) and the iteration's seconds.
+    """
+    keys = ("reward_mean", "informative_fraction", "kl", "clip_fraction", "loss", "heldout_accuracy")
+    cells = [
+        f"{'' if record.get(key) is None else format(record[key], spec):>{width}}"
+        for key, (_, width, spec) in zip(keys, LOG_COLUMNS)
+    ]
+    return "  ".join([_log_prefix(record, config), *cells, f"{record['seconds']:>5.1f}s"])
+
+
+def _log_prefix(record: dict, config) -> str:
+    return f"iter {record['iteration']:>{len(str(config.iterations))}}/{config.iterations} {record['phase']:<10}"
