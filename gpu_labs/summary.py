@@ -9,14 +9,18 @@
                 numbers as a sparkline
     curves      each per-step curve as a sparkline with its first, last, min and max
 
-Tables have no borders, so the summary is plain aligned text when it is not a terminal.
-`kata lab run` prints it at the end of a run; `kata lab show RUN_DIR` reprints it.
+Tables have no borders, so the summary is plain aligned text when it is not a terminal. It fits
+the console's width (80 columns too): cells wrap rather than end in '…', sparklines shrink to the
+room left (bucket means), hashes show their first 12 digits, and no line ends in padding.
+`kata lab run` prints it at the end of a run; `kata lab show LAB LABEL` reprints it.
 """
 
 import math
 from pathlib import Path
 
 from rich.console import Group, RenderableType
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -25,16 +29,19 @@ from gpu_labs.plots import sparkline
 
 WIDE_LIST = 4  # a list of up to this many dicts gets a column per item; longer lists get a row per item
 LIST_ROWS = 8  # rows shown of a longer list of dicts
-CELL = 40  # longest text shown in a cell
+CELL = 200  # longest text shown in a cell (it wraps to the width)
+HASH = 12  # digits shown of a sha256
+SPARK_MIN = 8  # the narrowest a sparkline is drawn when the width is short
 
 
 def build_summary(record: dict, run_dir: Path | None = None) -> RenderableType:
     """The whole summary of one evidence record."""
     parts: list[RenderableType] = [
         Text.assemble(
-            (f"{record.get('lab', '?')} · {record.get('title', '')}", "title"),
-            (f"  {record.get('run_mode', '?')} · {record.get('label', '?')}", "muted"),
+            (f"{record.get('lab', '?')} · {record.get('label', '?')}", "title"),
+            (f"  {record.get('run_mode', '?')}", "muted"),
         ),
+        Text(str(record.get("title", "")), style="muted"),
         _facts(record),
     ]
     timings = _timings(record)
@@ -48,8 +55,39 @@ def build_summary(record: dict, run_dir: Path | None = None) -> RenderableType:
     if run_dir is not None:
         artifacts = record.get("artifacts") or {}
         names = ", ".join(str(name) for name in artifacts.values()) or "evidence.json"
-        parts += [Text(), Text.assemble(("evidence: ", "muted"), (str(run_dir), "code"), (f"  ({names})", "muted"))]
-    return Group(*parts)
+        parts += [Text(), Text.assemble(("evidence: ", "muted"), (str(run_dir), "code")), Text(f"  {names}", "muted")]
+    return Trimmed(Group(*parts))
+
+
+class Trimmed:
+    """`renderable` without the spaces rich pads its lines (table cells) with at their ends."""
+
+    def __init__(self, renderable: RenderableType):
+        self.renderable = renderable
+
+    def __rich_console__(self, console, options):
+        for line in console.render_lines(self.renderable, options, pad=False):
+            while line and not line[-1].control and not line[-1].text.rstrip():
+                line.pop()
+            if line and not line[-1].control:
+                line[-1] = Segment(line[-1].text.rstrip(), line[-1].style)
+            yield from line
+            yield Segment.line()
+
+
+class Sparkline:
+    """A sparkline as wide as the values, or as the room rich gives it (SPARK_MIN at least)."""
+
+    def __init__(self, values: list, suffix: str = ""):
+        self.values, self.suffix = values, suffix
+
+    def __rich_measure__(self, console, options):
+        extra = len(self.suffix)
+        return Measurement(min(SPARK_MIN, len(self.values)) + extra, len(self.values) + extra)
+
+    def __rich_console__(self, console, options):
+        width = max(1, options.max_width - len(self.suffix))
+        yield Text.assemble((sparkline(self.values, width), "code"), self.suffix)
 
 
 def decision_style(decision: str) -> str:
@@ -64,9 +102,9 @@ def model_line(model: dict) -> str:
         name = f"{model['spec']}: {name}"
     digest = model.get("weights_sha256")
     if isinstance(digest, dict):
-        digest = ", ".join(f"{file} {value[:12]}…" for file, value in digest.items())
+        digest = ", ".join(f"{file} {value[:HASH]}…" for file, value in digest.items())
     elif isinstance(digest, str):
-        digest = f"{digest[:12]}…"
+        digest = f"{digest[:HASH]}…"
     return f"{name}  (sha256 {digest})" if digest else name
 
 
@@ -133,19 +171,19 @@ def _dict_list(items: list[dict]) -> Table:
     lists = [key for key in every if key not in keys]
     if len(items) <= WIDE_LIST:
         name_key = next((key for key in keys if all(isinstance(item.get(key), str) for item in items)), None)
-        table = Table(box=None, pad_edge=False, header_style="title")
-        table.add_column("")
+        table = _table()
+        table.add_column("", overflow="fold")
         for index, item in enumerate(items):
-            table.add_column(str(item[name_key]) if name_key else f"#{index + 1}", justify="right")
+            table.add_column(str(item[name_key]) if name_key else f"#{index + 1}", justify="right", overflow="fold")
         for key in keys:
             if key != name_key:
                 table.add_row(key, *(_cell(key, item.get(key)) for item in items))
         for key in lists:
             table.add_row(key, *(_list_cell(item.get(key)) for item in items), style="muted")
         return table
-    table = Table(box=None, pad_edge=False, header_style="title")
+    table = _table()
     for key in keys:
-        table.add_column(key, justify="left" if isinstance(items[0].get(key), str) else "right")
+        table.add_column(key, justify="left" if isinstance(items[0].get(key), str) else "right", overflow="fold")
     for item in items[:LIST_ROWS]:
         table.add_row(*(_cell(key, item.get(key)) for key in keys))
     if len(items) > LIST_ROWS:
@@ -157,20 +195,23 @@ def _curves(curves: dict[str, list]) -> Table | None:
     rows = {name: values for name, values in curves.items() if any(value is not None for value in values)}
     if not rows:
         return None
-    table = Table(box=None, pad_edge=False, header_style="title")
-    for column in ("", "", "first", "last", "min", "max"):
-        table.add_column(column, justify="right" if column else "left")
+    table = _table()
+    table.add_column("", overflow="fold")
+    table.add_column("")
+    for column in ("first", "last", "min", "max"):
+        table.add_column(column, justify="right", no_wrap=True)
     for name, values in rows.items():
         known = [value for value in values if value is not None]
-        numbers = (known[0], known[-1], min(known), max(known))
-        table.add_row(name, Text(sparkline(values), style="code"), *(_number(value) for value in numbers))
+        finite = [value for value in known if math.isfinite(value)] or known
+        numbers = (known[0], known[-1], min(finite), max(finite))
+        table.add_row(name, Sparkline(values), *(_number(value) for value in numbers))
     return table
 
 
-def _list_cell(value) -> str:
+def _list_cell(value) -> RenderableType:
     """A list inside a per-item table: a sparkline for numbers, else its length."""
     if isinstance(value, list) and _numbers(value):
-        return f"{sparkline(value)} ({len(value)})"
+        return Sparkline(value, f" ({len(value)})")
     if isinstance(value, list | dict):
         return f"{len(value)} items"
     return "—"
@@ -186,6 +227,8 @@ def _cell(key: str, value) -> Text | str:
     if isinstance(value, int | float):
         return _number(value)
     text = str(value)
+    if key.endswith("sha256") and len(text) > HASH:
+        return f"{text[:HASH]}…"
     return text if len(text) <= CELL else text[: CELL - 1] + "…"
 
 
@@ -218,6 +261,10 @@ def _numbers(values: list) -> bool:
 
 def _grid() -> Table:
     table = Table(box=None, pad_edge=False, show_header=False)
-    table.add_column(style="muted")
-    table.add_column()
+    table.add_column(style="muted", no_wrap=True)
+    table.add_column(overflow="fold")
     return table
+
+
+def _table() -> Table:
+    return Table(box=None, pad_edge=False, header_style="title")

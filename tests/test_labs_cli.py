@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_support import squash
 from click.testing import CliRunner
 from conftest import flat
+from rich.cells import cell_len
 from rich.console import Console
 
-from gpu_labs import LABS, grpo_mechanism, models
+from gpu_labs import LABS, grpo_mechanism, models, plots
 from gpu_labs.summary import build_summary, model_line
 from grader.cli import cli
 from grader.report.styles import THEME
@@ -255,7 +257,7 @@ def test_show_reprints_a_past_run_from_its_folder_or_its_file(tmp_path):
     run_dir = tmp_path / "runs" / "grpo_mechanism" / "past"
     status, out, _ = lab("show", run_dir)
     assert status == 0
-    assert "grpo_mechanism" in out and "dry_run · past" in out and "not_measured" in out
+    assert out.startswith("grpo_mechanism · past  dry_run\n") and "not_measured" in out
     status, out_file, _ = lab("show", run_dir / "evidence.json")
     assert status == 0 and out_file == out
     status, printed, _ = lab("show", run_dir, "--json")
@@ -271,7 +273,7 @@ def test_show_finds_a_run_by_lab_and_label_by_lab_alone_or_by_label_alone():
     assert lab("show", "grpo_mechanism", "older") == (0, by_path["older"], "")
     assert lab("show", "grpo_mechanism") == (0, by_path["newer"], "")
     assert lab("show", "older") == (0, by_path["older"], "")
-    assert "dry_run · older" in by_path["older"]
+    assert by_path["older"].startswith("grpo_mechanism · older  dry_run\n")
 
 
 def test_show_names_the_runs_there_are_when_it_finds_none_or_several(kata_main, tmp_path):
@@ -339,10 +341,10 @@ RECORD = {
 }
 
 
-def render(renderable, terminal: bool) -> str:
+def render(renderable, terminal: bool, width: int = 120) -> str:
     console = Console(
         file=io.StringIO(),
-        width=120,
+        width=width,
         theme=THEME,
         force_terminal=terminal,
         color_system="standard" if terminal else "auto",
@@ -364,6 +366,26 @@ def test_the_summary_shows_results_generically_and_curves_as_sparklines():
     assert lines["a/loss"] == ["█▅", "▁", "3", "1", "1", "3"]  # sparkline (a gap for None), first, last, min, max
     assert "empty" not in lines and lines["reward_per_step"][0] == "▁▅█"
     assert "runs/example/s1" in text
+
+
+def test_the_summary_fits_80_columns_wrapping_long_text_and_shrinking_long_curves():
+    sentence = "diagnostic only, not a configuration choice: " + "a long explanation " * 4
+    record = {
+        **RECORD,
+        "title": "A title long enough to need a line of its own, whatever the width of the terminal",
+        "results": {**RECORD["results"], "interpretation": sentence, "adapter_sha256": "cd" * 32},
+        "curves": {"a long curve name/with a reward: base→cand": [i % 7 for i in range(200)], "flat": [0.5] * 3},
+    }
+    text = render(build_summary(record, Path("runs/example/s1")), terminal=False, width=80)
+
+    assert all(cell_len(line) <= 80 and line == line.rstrip() for line in text.splitlines()), text
+    assert squash(sentence) in squash(text)  # wrapped, never cut
+    assert "cdcdcdcdcdcd…" in text and "cd" * 7 not in text
+    assert text.count("…") == 3  # two hashes and "… 4 more in evidence.json": rich cuts nothing
+    flat = next(line for line in text.splitlines() if line.startswith("flat "))
+    assert flat.split()[1] == "▄▄▄"
+    spark = next(word for word in text.split() if set(word) <= set(plots.BARS) and len(word) > 8)
+    assert 8 <= len(spark) < 80
 
 
 def test_the_summary_styles_the_decision_and_names_a_failure_on_a_terminal():
