@@ -118,6 +118,8 @@ def test_smoke_metrics_file_console_and_curves_agree(smoke):
     assert lines[0]["heldout_accuracy"] == evidence["results"]["heldout"]["baseline_accuracy"]
     logged = [line for line in output.splitlines() if line.startswith(LOG_LINE_PREFIX)]
     assert len(logged) == 2 and logged[0].startswith("iter 1/2 curriculum")
+    headers = [line for line in output.splitlines() if line.split()[:2] == ["reward", "inform"]]
+    assert len(headers) == 1 and output.index(headers[0]) < output.index(logged[0])
     curves = evidence["curves"]
     assert set(curves) == {"reward", "informative_fraction", "kl", "clip_fraction", "loss", "heldout_accuracy"}
     assert curves["reward"] == [line["reward_mean"] for line in lines[1:]]

@@ -272,7 +272,7 @@ class Trainer:
         console = self.lab_run.console
         if console is not None:
             if not self.logged:
-                console.print(log_header(self.config), style="muted", highlight=False, markup=False, soft_wrap=True)
+                console.print(log_header(self.config), highlight=False, markup=False, soft_wrap=True)
             console.print(log_line(record, self.config), highlight=False, markup=False, soft_wrap=True)
         self.logged += 1
 
