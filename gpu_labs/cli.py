@@ -62,8 +62,8 @@ def lab():
 
     \b
     kata lab list
-    kata lab run grpo_mechanism                          dry run: config, workload, model identity
-    kata lab run grpo_mechanism --run-mode cpu_smoke     the whole path on a tiny model, on the CPU
+    kata lab run grpo_mechanism          (dry run: config, workload, model)
+    kata lab run grpo_mechanism --run-mode cpu_smoke      (tiny model, CPU)
     kata lab run grpo_mechanism --run-mode real_gpu --label try1
     kata lab show grpo_mechanism try1
     """
@@ -79,13 +79,16 @@ def list_labs(as_json: bool) -> int:
         return 0
     from rich.table import Table
 
+    from gpu_labs.summary import Trimmed
+
     table = Table(box=None, pad_edge=False, header_style="title")
-    for column in ("lab", "title", "lesson"):
-        table.add_column(column)
+    table.add_column("lab", no_wrap=True)
+    table.add_column("title", overflow="fold")
+    table.add_column("lesson", no_wrap=True)
     for row in rows:
         table.add_row(row["name"], row["title"], row["lesson"])
     console, _ = _consoles()
-    console.print(table)
+    console.print(Trimmed(table))
     console.print("Run one: kata lab run NAME --run-mode dry_run|cpu_smoke|real_gpu", style="muted")
     return 0
 

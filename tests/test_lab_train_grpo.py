@@ -307,6 +307,13 @@ def test_shipped_config_files_are_the_defaults_and_the_smoke_config():
     assert json.loads(SMOKE_JSON.read_text()) == json.loads(json.dumps(as_dict(lab.smoke(lab.Config()))))
 
 
+def test_help_fits_80_columns_and_names_every_config_field(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 and line == line.rstrip() for line in out.splitlines()), out
+    assert set(re.findall(r"--(\w+)", out.split("Config fields:")[1])) == set(as_dict(lab.Config()))
+
+
 def test_print_config_applies_the_file_then_the_overrides(capsys):
     argv = [
         "--config",

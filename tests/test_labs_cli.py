@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_support import squash
+from cli_support import kata_script, squash
 from click.testing import CliRunner
 from conftest import flat
 from rich.cells import cell_len
@@ -56,6 +56,13 @@ def test_lab_list_names_every_lab_with_its_title_and_lesson():
     assert status == 0
     assert all(row["name"] in out and row["lesson"] in out for row in rows)
     assert "unavailable" not in out
+
+
+@pytest.mark.parametrize("args", [["--help"], ["list"], ["run", "--help"], ["show", "--help"]], ids=" ".join)
+def test_the_lab_commands_print_lines_of_at_most_80_columns_with_no_padding(tmp_path, args):
+    run = kata_script("lab", *args, cwd=tmp_path)  # not a terminal, 80 columns
+    assert run.status == 0, run.err
+    assert all(cell_len(line) <= 80 and line == line.rstrip() for line in run.out.splitlines()), run.out
 
 
 def test_every_registered_lab_has_the_interface_and_the_readme_and_noxfile_read_the_registry():

@@ -1,20 +1,31 @@
-"""GRPO training script (lesson 001, §4-§7): arithmetic curriculum, then word problems, on a real model.
+"""GRPO training script (lesson 001, §4-§7): arithmetic curriculum, then word
+problems, on a real model.
 
-    python -m gpu_labs.train_grpo --config gpu_labs/train_grpo/configs/smoke.json
-    python -m gpu_labs.train_grpo --config gpu_labs/train_grpo/configs/smoke.json --learning_rate 1e-5 --group_size 8 --print-config
-    python -m gpu_labs.train_grpo --config gpu_labs/train_grpo/configs/grpo.json --run-mode real_gpu --label first-run
-    torchrun --standalone --nproc_per_node 2 -m gpu_labs.train_grpo --config gpu_labs/train_grpo/configs/grpo.json --run-mode real_gpu
-    accelerate launch --multi_gpu --num_processes 2 -m gpu_labs.train_grpo --config gpu_labs/train_grpo/configs/grpo.json --run-mode real_gpu
-    torchrun --standalone --nproc_per_node 2 -m gpu_labs.train_grpo --run-mode cpu_smoke   # 2 CPU processes, gloo
     kata lab run train_grpo --run-mode cpu_smoke
+    python -m gpu_labs.train_grpo \\
+        --config gpu_labs/train_grpo/configs/smoke.json
+    python -m gpu_labs.train_grpo \\
+        --config gpu_labs/train_grpo/configs/smoke.json \\
+        --learning_rate 1e-5 --group_size 8 --print-config
+    python -m gpu_labs.train_grpo \\
+        --config gpu_labs/train_grpo/configs/grpo.json \\
+        --run-mode real_gpu --label first-run
+    torchrun --standalone --nproc_per_node 2 -m gpu_labs.train_grpo \\
+        --config gpu_labs/train_grpo/configs/grpo.json --run-mode real_gpu
+    accelerate launch --multi_gpu --num_processes 2 -m gpu_labs.train_grpo \\
+        --config gpu_labs/train_grpo/configs/grpo.json --run-mode real_gpu
+    torchrun --standalone --nproc_per_node 2 -m gpu_labs.train_grpo \\
+        --run-mode cpu_smoke  # 2 CPU processes, gloo
 
-Options: `--config PATH` (a JSON object of config fields), `--FIELD VALUE` for any field of
-`Config` (after the file), `--print-config` (print the resolved config as JSON and exit),
-`--run-mode dry_run|cpu_smoke|real_gpu` (default real_gpu where CUDA is present, else cpu_smoke),
-`--model smollm2|tiny|HUB_ID|PATH`, `--label NAME`, `--out DIR`. The config resolves as
-defaults -> smoke sizes (cpu_smoke) -> the file -> the `--FIELD` overrides. Exit status: 0 when
-the run finished (whatever its decision), 1 when it was refused or failed, 2 for a bad command
-line or config (one line on stderr).
+Options: `--config PATH` (a JSON object of config fields), `--FIELD VALUE` for
+any field of `Config` (after the file), `--print-config` (print the resolved
+config as JSON and exit), `--run-mode dry_run|cpu_smoke|real_gpu` (default
+real_gpu where CUDA is present, else cpu_smoke),
+`--model smollm2|tiny|HUB_ID|PATH`, `--label NAME`, `--out DIR`. The config
+resolves as defaults -> smoke sizes (cpu_smoke) -> the file -> the `--FIELD`
+overrides. Exit status: 0 when the run finished (whatever its decision), 1 when
+it was refused or failed, 2 for a bad command line or config (one line on
+stderr).
 
 One iteration (lesson 001, §5), with P = prompts_per_iter prompts and G = group_size:
 

@@ -9,6 +9,7 @@ launchers are in gpu_labs.train_grpo's docstring.
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import NoReturn
 
@@ -93,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         options, fields = parse_command_line(sys.argv[1:] if argv is None else argv)
         if options.get("help"):
             print(lab.__doc__.split("\n\nOne iteration")[0])
-            print("\nConfig fields: " + ", ".join(f"--{name}" for name in field_names(Config())))
+            fields = ", ".join(f"--{name}" for name in field_names(Config()))
+            print("\n" + textwrap.fill(fields, 80, initial_indent="Config fields: ", subsequent_indent="  "))
             return 0
         config, run_mode, overrides = resolve(options, fields)
     except (UsageError, ConfigError) as error:
