@@ -57,9 +57,6 @@ def _next_command(rows: list[dict]) -> str | None:
     return None
 
 
-COLUMNS = ("#", "kata", "title", "difficulty", "after", "status")
-
-
 def _cells(row: dict) -> list[str]:
     status, last = row["status"], row["last_check"]
     if status == "in progress" and last:
