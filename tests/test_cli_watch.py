@@ -2,13 +2,14 @@
 
 import io
 import re
+import time
 from pathlib import Path
 
 import pytest
 from cli_support import flat, grpo_reference, list_rows
 from rich.console import Console
 
-from grader.cli.watch import watch_workspace
+from grader.cli.watch import FileChanges, watch_workspace
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import get_kata
 from grader.report.results import CheckResult, GradeResult
@@ -103,3 +104,35 @@ def test_watch_without_a_workspace_exits_1(kata_main, workspace):
 
     assert run.status == 1
     assert "no workspace at" in flat(run.err)
+
+
+class Recorded:
+    """Change batches that note in `events` when they start to be watched (iterated)."""
+
+    def __init__(self, events: list, batches: list):
+        self.events, self.batches = events, batches
+
+    def __iter__(self):
+        self.events.append("watching")
+        return iter(self.batches)
+
+
+def test_watch_starts_watching_before_the_first_check(workspace, fake_grade):
+    """A save made while the first check runs must not be missed."""
+    workspace.mkdir()
+    saved = workspace / "grpo_loss.py"
+    saved.write_text("x = 1\n")
+
+    _watch(workspace, "grpo_loss", Recorded(fake_grade, [{(2, str(saved))}]))
+
+    assert fake_grade == ["watching", ("grpo_loss", str(saved)), ("grpo_loss", str(saved))]
+
+
+def test_file_changes_sees_a_save_made_right_after_it_starts(tmp_path):
+    batches = iter(FileChanges(tmp_path, poll=False))
+    (tmp_path / "grpo_loss.py").write_text("x = 1\n")
+    deadline = time.monotonic() + 10
+    seen: set = set()
+    while not any(name.endswith("grpo_loss.py") for _, name in seen) and time.monotonic() < deadline:
+        seen |= next(batches)
+    assert any(Path(name) == tmp_path / "grpo_loss.py" for _, name in seen), seen

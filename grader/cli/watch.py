@@ -2,10 +2,12 @@
 
 File events come from watchfiles (inotify/FSEvents), which falls back to polling where events do
 not come (and on WSL); `--poll` forces polling. The loop takes any iterable of change batches, so
-it can be driven without a file system.
+it can be driven without a file system; it starts iterating (watching) before the first check, so
+a save made while that check runs is checked next.
 """
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rich.console import Console
@@ -28,18 +30,13 @@ def watch_workspace(
 ) -> int:
     """Check on start, then after each batch of saves; returns 0 when interrupted."""
     katas = {k.slug: k for k in ([kata] if kata else catalogue.all_katas())}
-    if changes is None:
-        import watchfiles
-
-        changes = watchfiles.watch(
-            workspace.root, force_polling=True if poll else None, recursive=False, raise_interrupt=False
-        )
+    batches = iter(FileChanges(workspace.root, poll) if changes is None else changes)
     scope = kata.slug if kata else f"every kata in {workspace.root}"
     console.print(f"watching {scope}; press Ctrl-C to stop", style="muted")
     if kata and workspace.kata_file(kata.slug).exists():
         _check(katas[kata.slug], workspace, timeout, lang, console)
     watched = {workspace.kata_file(slug).resolve(): slug for slug in katas}
-    for batch in changes:
+    for batch in batches:
         saved = {watched[path] for _, name in batch if (path := Path(name).resolve()) in watched}
         for slug in sorted(saved):
             if workspace.kata_file(slug).exists():
@@ -58,3 +55,30 @@ def _check(kata: Kata, workspace: Workspace, timeout: float, lang: str, console:
         return
     workspace.record_check(kata.slug, result)
     console.print(build_report(result, kata, lang, str(path)))
+
+
+class FileChanges:
+    """The batches of changes in `root` (not its subfolders), seen from the moment `iter()` is called.
+
+    watchfiles.watch only starts watching on its first step, so that step is taken at once: it
+    ends after WAKE_MS with an empty batch (or the changes made meanwhile, kept), and every
+    later wait ends the same way when nothing changed.
+    """
+
+    WAKE_MS = 100
+
+    def __init__(self, root: Path, poll: bool):
+        self.root, self.poll = root, poll
+
+    def __iter__(self) -> Iterator[set[tuple[object, str]]]:
+        import watchfiles
+
+        batches = watchfiles.watch(
+            self.root,
+            force_polling=True if self.poll else None,
+            recursive=False,
+            raise_interrupt=False,
+            rust_timeout=self.WAKE_MS,
+            yield_on_timeout=True,
+        )
+        return itertools.chain([next(batches, set())], batches)
