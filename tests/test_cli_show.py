@@ -24,3 +24,15 @@ def test_show_prints_the_chinese_lesson_with_lang_zh(kata_main):
     assert run.out == (KATAS_DIR / "grpo_loss" / "lesson.zh.md").read_text(encoding="utf-8")
     assert run.out != english
     assert len(CJK.findall(run.out)) > 100
+
+
+def test_lang_before_the_command_applies_to_it_and_the_commands_own_wins(kata_main):
+    lessons = {
+        lang: (KATAS_DIR / "grpo_loss" / f"lesson.{lang}.md").read_text(encoding="utf-8") for lang in ("en", "zh")
+    }
+
+    chinese = kata_main("--lang", "zh", "show", "grpo_loss")
+    english = kata_main("--lang", "zh", "show", "grpo_loss", "--lang", "en")
+
+    assert (chinese.status, chinese.out) == (0, lessons["zh"])
+    assert (english.status, english.out) == (0, lessons["en"])

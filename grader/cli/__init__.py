@@ -15,12 +15,14 @@ import click
 
 from gpu_labs.cli import lab
 from grader.cli import drill, grade, learner
+from grader.cli.options import LANG_HELP, LANGUAGES
 from grader.report.console import errors
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="post-training-katas", prog_name="kata")
-def cli():
+@click.option("--lang", type=LANGUAGES, help=LANG_HELP + " A command's own --lang wins.")
+def cli(lang: str | None):
     """Post-Training Katas: learn the math of LLM post-training by writing it.
 
     \b

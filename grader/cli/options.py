@@ -1,5 +1,6 @@
 """What the `kata` commands share: the SLUG argument, the --workspace, --lang and --timeout options,
-and opening the workspace (its warnings printed on stderr)."""
+and opening the workspace (its warnings printed on stderr). `--lang` may also come before the
+command (`kata --lang zh check X`); the command's own wins."""
 
 from pathlib import Path
 
@@ -46,12 +47,17 @@ def workspace_option(command):
     )(command)
 
 
+LANGUAGES = click.Choice(["en", "zh"])
+LANG_HELP = "Language: en or zh (default: KATA_LANG, then the locale, then English)."
+
+
+def _or_the_group_lang(ctx: click.Context, param, value: str | None) -> str | None:
+    """A command's --lang, else the one given to `kata` itself (`kata --lang zh check X`)."""
+    return value if value is not None else ctx.find_root().params.get("lang")
+
+
 def lang_option(command):
-    return click.option(
-        "--lang",
-        type=click.Choice(["en", "zh"]),
-        help="Language: en or zh (default: KATA_LANG, then the locale, then English).",
-    )(command)
+    return click.option("--lang", type=LANGUAGES, callback=_or_the_group_lang, help=LANG_HELP)(command)
 
 
 def timeout_option(command):
