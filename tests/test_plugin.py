@@ -95,3 +95,66 @@ def test_the_judge_uses_the_warm_process_it_is_given(pytester, monkeypatch):
         process.wait(timeout=30)
     outcomes = result.parseoutcomes()
     assert outcomes["passed"] > 5 and "failed" not in outcomes and "error" not in outcomes
+
+
+# -- the messages of `expect` --------------------------------------------------------------------
+
+
+def loss_and_count(x):
+    """The reference of the tests below: two returned values, named by its return statement."""
+    total = x.sum()
+    count = x.numel()
+    return total, count
+
+
+class Returns:
+    """A stand-in for the learner's module whose every call returns `value` and leaves the inputs alone."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def call_and_inputs(self, name, *args, **kwargs):
+        return self.value, [*args, *kwargs.values()]
+
+
+def failure(run) -> str:
+    from grader.judging.expect import CheckFailed
+
+    with pytest.raises(CheckFailed) as failed:
+        run()
+    return str(failed.value)
+
+
+def test_a_wrong_returned_value_is_named_by_its_place_and_the_references_name():
+    from types import SimpleNamespace
+
+    from grader.judging.expect import Expect
+
+    expect = Expect(Returns((torch.tensor(6.0), 4)), SimpleNamespace(loss_and_count=loss_and_count))
+
+    message = failure(lambda: expect.matches_reference("loss_and_count", torch.ones(2, 3)))
+
+    assert "\n  the second returned value, `count`:\n  expected: 6\n  got:      4" in message
+    assert "returned value 1" not in message
+
+
+def test_a_large_tensor_difference_shows_the_values_around_it_side_by_side():
+    from grader.judging.expect import Expect
+
+    expected = torch.arange(84, dtype=torch.float32).reshape(12, 7)
+    got = expected.clone()
+    got[3, 4] += 0.5
+
+    message = failure(lambda: Expect(None, None).same(got, expected, "f(x)"))
+
+    lines = message.splitlines()
+    assert lines[-1] == "  largest difference 0.5 at [3, 4] (expected 25, got 25.5)"
+    assert [line.split() for line in lines[-6:-1]] == [
+        ["[3,", "2]", "23", "23"],
+        ["[3,", "3]", "24", "24"],
+        [">", "[3,", "4]", "25", "25.5"],
+        ["[3,", "5]", "26", "26"],
+        ["[3,", "6]", "27", "27"],
+    ]
+    assert "expected" in lines[-7] and "got" in lines[-7]
+    assert max(map(len, lines)) <= 80

@@ -11,14 +11,21 @@ every failure is a `CheckFailed` whose message names the call, what was expected
 back, the largest difference and where.
 """
 
+import ast
+import functools
 import inspect
 import math
+import re
+import textwrap
 
 import torch
 
 from grader.run.judge import MissingName, Refused
 
 TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-5, 1e-6), torch.bfloat16: (1.6e-2, 1e-3)}
+IN_FULL = 12  # tensors of at most this many values are printed in full
+WINDOW = 2  # values shown on each side of the largest difference of a tensor not printed in full
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
 
 class CheckFailed(AssertionError):
@@ -32,7 +39,7 @@ class MissingFunction(CheckFailed):
 def fmt(value) -> str:
     """Short, stable text for a value: small tensors in full (4 significant digits), big ones by shape."""
     if isinstance(value, torch.Tensor):
-        if value.numel() <= 12:
+        if value.numel() <= IN_FULL:
             return _fmt_nested(value.detach().cpu().tolist())
         dtype = str(value.dtype).removeprefix("torch.")
         return f"<{dtype} tensor of shape {tuple(value.shape)}>"
@@ -112,14 +119,15 @@ class Expect:
         """The learner's output equals the reference's in type, shape, dtype and value; returns it."""
         expected = self.reference_call(name, *args, **kwargs)
         got = self.call(name, *args, **kwargs)
-        self.same(got, expected, self.describe(name, args, kwargs))
+        self.same(got, expected, self.describe(name, args, kwargs), names=returned_names(getattr(self.reference, name)))
         return got
 
     def shaped_like_reference(self, name: str, *args, **kwargs):
         """The learner's output has the reference's structure, shapes and dtypes (values not compared)."""
         expected = self.reference_call(name, *args, **kwargs)
         got = self.call(name, *args, **kwargs)
-        self.same(got, expected, self.describe(name, args, kwargs), values=False)
+        names = returned_names(getattr(self.reference, name))
+        self.same(got, expected, self.describe(name, args, kwargs), values=False, names=names)
         return got
 
     def gradients_match_reference(self, name: str, *args, wrt: tuple[str, ...], pick=(), cotangent=None, **kwargs):
@@ -168,18 +176,19 @@ class Expect:
         """The learner rejects a bad input with ValueError (the input contract)."""
         rejects_with_value_error(why, self.describe(name, args, kwargs), lambda: self.call(name, *args, **kwargs))
 
-    def same(self, got, expected, what: str, values: bool = True) -> None:
+    def same(self, got, expected, what: str, values: bool = True, names: tuple[str, ...] = ()) -> None:
         """`got` has the structure, shapes, dtypes and (within tolerance, unless not `values`) values of `expected`.
 
         Tuples and lists are compared item by item, dicts key by key, tensors by shape, dtype and
         value, floats within the float64 tolerance (NaN equals NaN), anything else with ==.
+        `names` name a returned tuple's items in the messages ("the first returned value, `loss`").
         """
         if isinstance(expected, tuple | list):
             kind = "tuple" if isinstance(expected, tuple) else "list"
             if not isinstance(got, tuple | list) or len(got) != len(expected):
                 raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a {kind} of {len(expected)} values")
             for index, (have, want) in enumerate(zip(got, expected)):
-                self.same(have, want, f"{what}  [returned value {index}]", values)
+                self.same(have, want, f"{what}\n  {_item(kind, index, names)}:", values)
             return
         if isinstance(expected, dict):
             if not isinstance(got, dict):
@@ -229,8 +238,9 @@ class Expect:
             if bool(nan_mismatch.any())
             else (f"largest difference {at.item():.4g}")
         )
+        window = _window(want_values, got_values, index) if expected.numel() > IN_FULL else ""
         raise CheckFailed(
-            f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}\n"
+            f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}\n{window}"
             f"  {detail} at {list(index) if index else '[]'}"
             f" (expected {want_values[index].item():.6g}, got {got_values[index].item():.6g})"
         )
@@ -264,6 +274,49 @@ class Expect:
             output.backward()
         leaves = dict(zip(self._labels(name, args, kwargs), [*positional, *keywords.values()]))
         return output.item(), {label: leaves[label].grad for label in wrt}
+
+
+@functools.cache
+def returned_names(fn) -> tuple[str, ...]:
+    """The names of the values `fn` returns, from its `return a, b` statements (when they all agree),
+    else from its docstring's `Returns: (a, b): ...`; () when neither says. "" for an unnamed one."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        tree = ast.Module(body=[], type_ignores=[])
+    returns = {
+        tuple(item.id if isinstance(item, ast.Name) else "" for item in node.value.elts)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
+    }
+    if len(returns) == 1:
+        return returns.pop()
+    documented = re.search(r"Returns:\s*\(([\w\s,]+)\)", inspect.getdoc(fn) or "")
+    return tuple(name.strip() for name in documented.group(1).split(",")) if documented else ()
+
+
+def _item(kind: str, index: int, names: tuple[str, ...]) -> str:
+    """'the first returned value, `loss`' (a tuple), 'the second item' (a list)."""
+    noun = "returned value" if kind == "tuple" else "item"
+    what = f"the {ORDINALS[index]} {noun}" if index < len(ORDINALS) else f"{noun} number {index + 1}"
+    name = names[index] if index < len(names) else ""
+    return f"{what}, `{name}`" if name else what
+
+
+def _window(want: torch.Tensor, have: torch.Tensor, index: tuple[int, ...]) -> str:
+    """Lines of the expected and got values around `index` along the last dimension, '>' at it."""
+    if not index:
+        return ""
+    *outer, position = index
+    at = [(*outer, i) for i in range(max(0, position - WINDOW), min(want.shape[-1], position + WINDOW + 1))]
+    width = max(len(str(list(where))) for where in at) + 2
+    lines = [f"  {'index':>{width}}  {'expected':>12}  {'got':>12}   (> the largest difference)"]
+    for where in at:
+        mark = ">" if where == index else " "
+        lines.append(
+            f"  {mark}{str(list(where)):>{width - 1}}  {want[where].item():>12.6g}  {have[where].item():>12.6g}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _path(pick) -> tuple:
