@@ -5,15 +5,19 @@ Each `kata check` spawns a pytest child that imports torch (a few seconds), so t
 are few and shared through module-scoped fixtures.
 """
 
+import io
 import json
 import re
 
 import pytest
 from cli_support import flat, grpo_reference, kata_script, list_rows, list_table, old_not_detached
 from conftest import isolate
+from rich.console import Console
 
 from grader.content.catalogue import get_kata
-from grader.report.results import STATUSES
+from grader.report.results import STATUSES, CheckResult, GradeResult
+from grader.report.styles import THEME
+from grader.report.terminal import build_report
 
 CHECK_KEYS = {"name", "todo", "status", "message", "misconception"}
 
@@ -227,3 +231,52 @@ def test_check_locates_a_mistake_no_misconception_names_in_chinese(kata_main, tm
 
     assert "差异始于你的 TODO 2" in flat(run.out) and "不是已知的错误" in flat(run.out)
     assert data["location"] == {"todos": [2], "method": "transplant"} and data["diagnosis"] is None
+
+
+def test_after_a_passing_check_of_another_file_a_suggested_solution_command_works(kata_main, tmp_path, workspace):
+    assert kata_main("start", "grpo_loss", "--workspace", workspace).status == 0
+    mine = tmp_path / "mine.py"
+    mine.write_text(grpo_reference(), encoding="utf-8")
+
+    run = kata_main("check", "grpo_loss", "--workspace", workspace, "--file", mine)
+
+    assert run.status == 0, run.out + run.err
+    suggested = re.findall(r"kata (solution grpo_loss(?: --[a-z]+)*)", flat(run.out))
+    shown = [kata_main(*command.split(), "--workspace", workspace) for command in suggested]
+    assert any(show.status == 0 and show.out == grpo_reference() for show in shown), suggested
+
+
+# -- the report, built from results ----------------------------------------------------------------
+
+
+def report(checks: list[CheckResult], lang: str = "en") -> str:
+    """The plain text report of `checks` as grpo_loss's, at 80 columns."""
+    out = io.StringIO()
+    result = GradeResult("grpo_loss", "mine.py", checks)
+    Console(file=out, width=80, theme=THEME).print(build_report(result, get_kata("grpo_loss"), lang, "mine.py"))
+    return out.getvalue()
+
+
+def test_the_cases_of_a_parametrized_check_fold_into_one_line_with_the_reason():
+    title = "Loss and gradients match the reference"
+    cases = [
+        CheckResult(f"kl[{i}]", title, 3, "failed", f"f(x)\n  largest difference 0.{i} at [{i}]") for i in range(4)
+    ]
+    other = CheckResult("ratio", "Ratio matches", 3, "failed", "g(x)\n  expected: 1\n  got:      2")
+
+    lines = report([*cases, other]).splitlines()
+
+    assert sum(title in line for line in lines) == 2  # in full, then the other cases in one line
+    folded = next(i for i, line in enumerate(lines) if title in line and i > lines.index(f"  ✗ {title}"))
+    assert lines[folded + 1].strip() == "3 more cases: largest difference 0.1 at [1]"
+    assert max(map(len, lines)) <= 80
+
+
+def test_the_checks_of_no_todo_are_the_whole_function_only_when_marked_whole():
+    def untagged(whole: bool) -> list[CheckResult]:
+        return [CheckResult("c", "Rejects bad input", None, "passed", whole=whole)]
+
+    assert "✓ Input contract  1/1" in report(untagged(False))
+    assert "✓ Whole function  1/1" in report(untagged(True))
+    assert "✓ 输入约定  1/1" in report(untagged(False), "zh")
+    assert "Whole function and input contract" in report(untagged(True) + untagged(False))

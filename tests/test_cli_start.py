@@ -23,6 +23,14 @@ def test_start_writes_the_blank_exercise_with_every_todo(kata_main, workspace):
     assert list_rows(kata_main, workspace)["grpo_loss"]["status"] == "in progress"
 
 
+def test_start_counts_a_single_todo_in_the_singular(kata_main, workspace):
+    assert len(get_kata("group_advantages").todos) == 1
+
+    run = kata_main("start", "group_advantages", "--workspace", workspace)
+
+    assert f"wrote {workspace / 'group_advantages.py'} (1 TODO)" in flat(run.out)
+
+
 def test_start_reminds_the_learner_of_a_prerequisite_not_passed_yet(kata_main, workspace):
     prerequisites = get_kata("grpo_loss").prerequisites
     assert "group_advantages" in prerequisites

@@ -12,7 +12,7 @@ from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option
 from grader.cli.workspace import Workspace, WorkspaceRefusal
 from grader.content import catalogue
 from grader.content.catalogue import Kata
-from grader.content.i18n import pick_language
+from grader.content.i18n import phrase, pick_language
 from grader.oracles.against import ORACLES, TRL_VERSION
 from grader.report.console import console, errors
 
@@ -54,7 +54,7 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
         return 1
     progress = workspace.progress()
     flush_warnings(workspace)
-    console.print(f"[passed]✓[/] wrote [code]{path}[/]  ({len(kata.todos)} TODOs)")
+    console.print(f"[passed]✓[/] wrote [code]{path}[/]  ({phrase(lang, 'todos', n=len(kata.todos))})")
     pending = [slug for slug in kata.prerequisites if not progress.get(slug, {}).get("passed_at")]
     if pending:
         console.print(f"[warning]tip:[/] this kata builds on {', '.join(pending)}, not passed yet.")

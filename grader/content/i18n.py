@@ -1,5 +1,8 @@
 """Language choice (--lang, then KATA_LANG, then the locale; English otherwise) and the few
 interface phrases the report and hints need in both languages.
+
+A phrase with a count `n` may have a singular form, KEY_one, used when n is 1 (English only:
+Chinese nouns have no plural).
 """
 
 import os
@@ -7,20 +10,29 @@ import os
 PHRASES = {
     "en": {
         "whole": "Whole function",
+        "contract": "Input contract",
+        "whole_and_contract": "Whole function and input contract",
+        "todos": "{n} TODOs",
+        "todos_one": "1 TODO",
+        "cases": "{n} cases:",
+        "more_cases": "{n} more cases:",
+        "more_cases_one": "1 more case:",
         "not_loaded": "Your file could not be loaded",
         "not_implemented": "not implemented yet: TODO {todo} still raises NotImplementedError",
         "waiting_for": "not graded yet: these checks run through TODO {todo}, which is not implemented yet",
         "printed": "your code printed:",
         "likely": "Likely misconception",
-        "seen_in": "fits {n} failed check(s)",
+        "seen_in": "fits {n} failed checks",
+        "seen_in_one": "fits 1 failed check",
         "next_fix": "Next: TODO {todo} first.  Hint: kata hint {slug} --todo {todo}",
-        "next_done": "All checks pass. Compare with the reference: kata solution {slug}",
+        "next_done": "All checks pass. Compare with the reference: kata solution {slug}"
+        "  (after a check of another file with --file: kata solution {slug} --force)",
         "next_load": "Fix the file so it loads, then run: kata check {slug}",
         "hint_of": "hint {i} of {n}",
         "hint_last": "That was the last hint for this TODO. The lesson: kata show {slug}",
         "hint_more": "Run the same command again for the next hint.",
         "checks": "checks",
-        "more": "(the others above in one line each; kata check {slug} --verbose shows every message)",
+        "more": "(the others above in short; kata check {slug} --verbose shows every message)",
         "against": "against TRL {version}: {n} of {total} checks took their expected values from TRL's code,"
         " the rest from the reference (input contracts, functions TRL lacks) or from the check itself",
         "from_trl": "expected values from TRL",
@@ -42,6 +54,11 @@ PHRASES = {
     },
     "zh": {
         "whole": "整个函数",
+        "contract": "输入约定",
+        "whole_and_contract": "整个函数与输入约定",
+        "todos": "{n} 个 TODO",
+        "cases": "{n} 个用例：",
+        "more_cases": "另有 {n} 个用例：",
         "not_loaded": "无法加载你的文件",
         "not_implemented": "尚未实现：TODO {todo} 仍在抛出 NotImplementedError",
         "waiting_for": "暂未评分：这些检查会经过 TODO {todo}，而它尚未实现",
@@ -49,13 +66,14 @@ PHRASES = {
         "likely": "可能的误区",
         "seen_in": "与 {n} 项失败检查相符",
         "next_fix": "下一步：先完成 TODO {todo}。提示：kata hint {slug} --todo {todo}",
-        "next_done": "全部检查通过。对照参考答案：kata solution {slug}",
+        "next_done": "全部检查通过。对照参考答案：kata solution {slug}"
+        "（若用 --file 检查的是另一个文件：kata solution {slug} --force）",
         "next_load": "先修复文件使其能被加载，然后运行：kata check {slug}",
         "hint_of": "第 {i} 条提示，共 {n} 条",
         "hint_last": "这是本 TODO 的最后一条提示。课文：kata show {slug}",
         "hint_more": "再次运行同一命令可查看下一条提示。",
         "checks": "项检查",
-        "more": "（其余检查各占一行；kata check {slug} --verbose 显示全部信息）",
+        "more": "（其余检查从简显示；kata check {slug} --verbose 显示全部信息）",
         "against": "对照 TRL {version}：{total} 项检查中有 {n} 项的期望值来自 TRL 的代码，"
         "其余来自参考答案（输入约定、TRL 没有的函数）或检查本身",
         "from_trl": "期望值来自 TRL",
@@ -88,4 +106,8 @@ def pick_language(explicit: str | None = None) -> str:
 
 
 def phrase(lang: str, key: str, **values) -> str:
-    return PHRASES.get(lang, PHRASES["en"])[key].format(**values)
+    """The phrase `key` in `lang` (English when `lang` is unknown), filled with `values`."""
+    table = PHRASES.get(lang, PHRASES["en"])
+    if values.get("n") == 1 and f"{key}_one" in table:
+        key = f"{key}_one"
+    return table[key].format(**values)

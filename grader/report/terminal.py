@@ -70,7 +70,9 @@ def _todo_section(
     diagnosis: str | None = None,
 ) -> list[RenderableType]:
     passed = sum(check.status == "passed" for check in checks)
-    label = f"TODO {todo}" if todo is not None else phrase(lang, "whole")
+    whole = {check.whole for check in checks}  # untagged checks: whole-function values, input contract
+    untagged = "whole" if whole == {True} else "contract" if whole == {False} else "whole_and_contract"
+    label = f"TODO {todo}" if todo is not None else phrase(lang, untagged)
     title = localized(kata.todo(todo).title, lang) if todo is not None else ""
     status = "passed" if passed == len(checks) else "failed"
     header = Text.assemble(
@@ -84,10 +86,17 @@ def _todo_section(
         return [header, _pad(Text(phrase(lang, key, todo=first), style="muted"), (0, 0, 1, 4))]
     lines: list[RenderableType] = [header]
     shown = _most_telling(failing, detailed)
+    briefly: dict[str, list[CheckResult]] = {}  # the others by title: a parametrized check's cases fold
     for check in failing:
-        lines.append(
-            _failed_check(check, kata, lang) if check in shown else _failed_title(check, kata, lang, diagnosis)
-        )
+        if check not in shown:
+            briefly.setdefault(check.title_in(lang), []).append(check)
+    titles_shown = {check.title_in(lang) for check in shown}
+    for check in failing:
+        if check in shown:
+            lines.append(_failed_check(check, kata, lang))
+        elif check is briefly[check.title_in(lang)][0]:
+            cases = briefly[check.title_in(lang)]
+            lines.append(_failed_title(cases, kata, lang, diagnosis, check.title_in(lang) in titles_shown))
     if detailed is not None and len(failing) > detailed:
         lines.append(_pad(Text(phrase(lang, "more", slug=kata.slug), style="muted"), (0, 0, 0, 4)))
     lines.append(Text())
@@ -112,14 +121,23 @@ def _most_telling(failing: list[CheckResult], detailed: int | None) -> list[Chec
     return sorted(distinct, key=lambda check: "tensor of shape" in check.message)[:detailed]
 
 
-def _failed_title(check: CheckResult, kata: Kata, lang: str, diagnosis: str | None) -> RenderableType:
-    """One line: the check's title and the misconception it fits, unless that is the overall diagnosis."""
+def _failed_title(
+    cases: list[CheckResult], kata: Kata, lang: str, diagnosis: str | None, another_shown: bool = False
+) -> RenderableType:
+    """Failed checks of one title, in two lines: the title and the misconception it fits (unless
+    that is the overall diagnosis); then how many cases (when `another_shown`: beyond the one shown
+    in full) and the first one's reason, its message's last line, cut to the width."""
+    check = cases[0]
     named = check.misconception and check.misconception != diagnosis
     tag = f"  ⚑ {localized(kata.misconception(check.misconception).title, lang)}" if named else ""
     line = Text.assemble(
         (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (tag, "misconception")
     )
-    return _pad(line, (0, 0, 0, 2))
+    many = len(cases) > 1 or another_shown
+    count = phrase(lang, "more_cases" if another_shown else "cases", n=len(cases)) + " " if many else ""
+    reason = (check.message.strip().splitlines() or [""])[-1].strip()
+    below = Text.assemble((count, "muted"), (reason, "code"), no_wrap=True, overflow="ellipsis")
+    return _pad(Group(line, _pad(below, (0, 0, 0, 2))) if below.plain else line, (0, 0, 0, 2))
 
 
 def _failed_check(check: CheckResult, kata: Kata, lang: str) -> RenderableType:
