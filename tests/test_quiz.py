@@ -5,7 +5,9 @@ The command runs in this process through the `kata_main` fixture (conftest), wit
 writes into a string.
 """
 
+import ast
 import io
+import math
 import re
 import subprocess
 import sys
@@ -14,7 +16,7 @@ import pytest
 from conftest import flat
 from rich.console import Console
 
-from grader.content import quiz
+from grader.content import quiz, render
 from grader.content.catalogue import get_kata
 
 SLUG = "concepts"
@@ -107,6 +109,34 @@ def test_a_number_is_graded_within_its_tolerance():
 def test_text_that_is_no_answer_is_refused(kind, typed):
     with pytest.raises(quiz.InvalidAnswer):
         quiz.parse_answer(_question(kind), typed)
+
+
+def reference_expressions() -> dict[str, str]:
+    """The source text of each numeric answer in the reference's ANSWERS["key"] = EXPRESSION lines."""
+    source = render.solution_source(SLUG)
+    found = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+            if not isinstance(node.value, ast.Constant):
+                found[node.targets[0].slice.value] = ast.get_source_segment(source, node.value)
+    return found
+
+
+def test_the_quiz_takes_the_expressions_the_kata_file_takes():
+    expressions = reference_expressions()
+    numbers = [q for q in QUESTIONS if q.kind == "number"]
+    assert numbers and sorted(expressions) == sorted(q.key for q in numbers)
+    for question in numbers:
+        assert quiz.is_right(question, expressions[question.key]), expressions[question.key]
+    k3 = next(q for q in numbers if q.key == "k3_value")
+    assert quiz.parse_answer(k3, "math.exp(-0.5) + 0.5 - 1") == math.exp(-0.5) + 0.5 - 1
+    assert quiz.parse_answer(k3, "exp(-0.5) + 0.5 - 1 ") == math.exp(-0.5) + 0.5 - 1
+
+
+@pytest.mark.parametrize("typed", ["__import__('os')", "math.exp(1000)", "10 ** 10 ** 10", "(-8) ** (1 / 3)", "x + 1"])
+def test_an_expression_that_is_no_finite_number_or_not_arithmetic_is_refused(typed):
+    with pytest.raises(quiz.InvalidAnswer):
+        quiz.parse_answer(_question("number"), typed)
 
 
 def test_answers_are_described_with_their_option_or_at_the_tolerance_precision():
@@ -244,3 +274,64 @@ def test_quiz_never_imports_torch():
     )
     assert done.returncode == 0, done.stderr
     assert "Score: 12 of 12 right." in done.stdout
+
+
+def test_an_expression_typed_at_the_prompt_is_graded_like_its_value(kata_main):
+    typed = right_answers()
+    typed[[q.key for q in QUESTIONS].index("k3_value")] = "math.exp(-0.5) + 0.5 - 1"
+
+    run = kata_main("quiz", SLUG, input=lines_typed(typed))
+
+    assert run.status == 0, run.out
+    assert "Please answer" not in run.out
+
+
+# -- the concepts checks' messages, in the learner's language --------------------------------------
+
+ENGLISH = ("you answered", "why:", "is not one of", "it takes", "numeric question", "unknown key", "must be a dict")
+
+
+class Answers:
+    """A stand-in for the learner's module whose ANSWERS is `answers`."""
+
+    def __init__(self, answers):
+        self.answers = answers
+
+    def value(self, name):
+        return self.answers
+
+
+def failure_of(check, *args) -> str:
+    with pytest.raises(AssertionError) as failed:
+        check(*args)
+    return str(failed.value)
+
+
+def test_every_message_of_the_concepts_checks_reads_in_chinese():
+    from katas.concepts import checks
+
+    for question in QUESTIONS:
+        answer = a_wrong_answer(question)
+        answer = answer if question.kind == "choice" else float(answer)
+        message = failure_of(checks.check_answer, Answers({question.key: answer}), question.key)
+        assert quiz.message_in(SLUG, message, "zh") == quiz.wrong_answer(question, answer, "zh")
+        assert quiz.message_in(SLUG, message, "en") == message == quiz.wrong_answer(question, answer)
+    contract = checks.test_answers_are_known_keys_with_valid_values
+    others = [{"bt_probabilty": 0.9}, {"zzz": 1}, {"k3_value": "0.1"}, {"bt_shift": "z"}, {"k3_value": math.inf}]
+    messages = [failure_of(contract, Answers(answers)) for answers in others] + [failure_of(contract, Answers([]))]
+    for message in messages:
+        chinese = quiz.message_in(SLUG, message, "zh")
+        assert CJK.search(chinese) and not any(words in chinese for words in ENGLISH), (message, chinese)
+
+
+def test_check_in_chinese_explains_a_wrong_answer_in_chinese(kata_main, tmp_path):
+    question = next(q for q in QUESTIONS if q.key == "bt_shift")
+    text = get_kata(SLUG).solution().replace('ANSWERS["bt_shift"] = "c"', 'ANSWERS["bt_shift"] = "a"')
+    (tmp_path / "mine.py").write_text(text, encoding="utf-8")
+
+    run = kata_main("check", SLUG, "--file", tmp_path / "mine.py", "--lang", "zh")
+
+    squashed = "".join(run.out.split())
+    assert run.status == 1
+    assert "".join(question.explanation["zh"].split()) in squashed
+    assert not any("".join(words.split()) in squashed for words in ENGLISH)

@@ -6,14 +6,21 @@ in order; or "number" with a `tolerance`), and `text` and `explanation` in en/zh
 answers live only in the reference (`reference/<slug>.py`), which is read, never imported.
 
 - `load_questions(slug)` reads the questions and their right answers;
-- `parse_answer` turns typed text into an answer; `grade` says whether an answer is right, with the
-  question's explanation; `describe` shows an answer as "b) the option's text" or a number;
+- `parse_answer` turns typed text into an answer (a number may be an expression, as in the kata
+  file: `1 / (1 + math.exp(-2))`, through `evaluate`); `grade` says whether an answer is right,
+  with the question's explanation; `describe` shows an answer as "b) the option's text" or a number;
+- `wrong_answer` is what a check says of a wrong answer; `message_in` puts the concepts checks'
+  messages (English: the checks run without a language) into the learner's language;
 - `ask(questions, lang, input_fn, console)` is the terminal loop of `kata quiz`.
 
 Pure Python: nothing here imports torch.
 """
 
+import ast
+import functools
 import math
+import operator
+import re
 import string
 import tomllib
 from collections.abc import Callable
@@ -23,6 +30,16 @@ from grader.content import render
 from grader.content.catalogue import KATAS_DIR, localized
 
 KINDS = ("choice", "number")
+OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+MATH = {name: getattr(math, name) for name in ("exp", "log", "log1p", "expm1", "sqrt", "tanh", "pi", "e")}
 
 PHRASES = {
     "en": {
@@ -30,7 +47,7 @@ PHRASES = {
         "prompt_choice": "Your answer ({letters}): ",
         "prompt_number": "Your answer (a number): ",
         "not_an_option": "Please answer with one of {letters}.",
-        "not_a_number": "Please answer with a number, e.g. 0.25.",
+        "not_a_number": "Please answer with a number or an expression, e.g. 0.25 or 1 / (1 + math.exp(-2)).",
         "right": "✓ Right.",
         "wrong": "✗ Not quite: you answered {answer}; the answer is {right}.",
         "score": "Score: {right} of {n} right.",
@@ -41,13 +58,46 @@ PHRASES = {
         "prompt_choice": "你的答案（{letters}）：",
         "prompt_number": "你的答案（一个数）：",
         "not_an_option": "请用以下选项之一作答：{letters}。",
-        "not_a_number": "请填一个数，例如 0.25。",
+        "not_a_number": "请填一个数或算式，例如 0.25 或 1 / (1 + math.exp(-2))。",
         "right": "✓ 回答正确。",
         "wrong": "✗ 不对：你的答案是 {answer}；正确答案是 {right}。",
         "score": "得分：{n} 题中答对 {right} 题。",
         "stopped": "测验在第 {answered} 题后结束（共 {n} 题）：答对 {right} 题。",
     },
 }
+
+
+WRONG = {  # what a check says of a wrong answer (grader.content.quiz.wrong_answer)
+    "en": 'ANSWERS["{key}"]: you answered {answer}; the answer is {right}{within}.\n  why: {why}',
+    "zh": 'ANSWERS["{key}"]：你的答案是 {answer}；正确答案是 {right}{within}。\n  原因：{why}',
+}
+WITHIN = {"en": " (within ±{tolerance:g})", "zh": "（误差 ±{tolerance:g} 以内）"}
+CHECK_MESSAGES_ZH = [  # the concepts checks' other messages (katas/concepts/checks.py), in Chinese
+    (
+        r'ANSWERS\["(?P<key>[^"]+)"\]: (?P<value>.+) is not one of (?P<letters>[a-z, ]+); it takes one of the letters .+',
+        'ANSWERS["{key}"]：{value} 不是 {letters} 之一；请填其中一个字母',
+    ),
+    (
+        r'ANSWERS\["(?P<key>[^"]+)"\]: (?P<value>.+) is not a (finite )?number; it takes a finite number',
+        'ANSWERS["{key}"]：{value} 不是有限的数；请填一个有限的数',
+    ),
+    (
+        r'ANSWERS\["(?P<key>[^"]+)"\] = (?P<value>.+): a numeric question takes a number, not a (?P<type>\w+)',
+        'ANSWERS["{key}"] = {value}：数值题要填一个数，而不是 {type}',
+    ),
+    (
+        r"ANSWERS has an unknown key (?P<key>.+)\. Did you mean (?P<close>.+)\?",
+        "ANSWERS 有未知的键 {key}。你是想写 {close} 吗？",
+    ),
+    (
+        r"ANSWERS has an unknown key (?P<key>.+)\. The questions are (?P<keys>.+)\.",
+        "ANSWERS 有未知的键 {key}。题目的键有 {keys}。",
+    ),
+    (
+        r"ANSWERS is a (?P<type>\w+); it must be a dict: ANSWERS = \{\}",
+        "ANSWERS 是 {type}；它必须是字典：ANSWERS = {{}}",
+    ),
+]
 
 
 class NoQuiz(LookupError):
@@ -136,10 +186,45 @@ def parse_answer(question: Question, raw) -> str | float:
     try:
         value = float(raw.strip().replace(",", ".")) if isinstance(raw, str) else float(raw)
     except ValueError:
-        raise InvalidAnswer(f"{raw!r} is not a number") from None
+        value = evaluate(raw)
     if not math.isfinite(value):
         raise InvalidAnswer(f"{raw!r} is not a finite number")
     return value
+
+
+def evaluate(text: str) -> float:
+    """The value of an arithmetic expression, as the kata file computes it: numbers, + - * / **,
+    brackets, and math's exp, log, log1p, expm1, sqrt, tanh, pi and e (as `math.exp` or `exp`);
+    InvalidAnswer for anything else."""
+    try:
+        value = _value(ast.parse(text.strip(), mode="eval").body)
+    except (SyntaxError, ArithmeticError, ValueError, TypeError, RecursionError, MemoryError):
+        raise InvalidAnswer(f"{text!r} is not a number") from None
+    if not isinstance(value, float):  # a negative number to a fractional power is complex
+        raise InvalidAnswer(f"{text!r} is not a real number")
+    return value
+
+
+def _value(node: ast.expr):
+    """An expression node's value, in floats (so ** overflows instead of building a huge int)."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return float(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
+        return OPERATORS[type(node.op)](_value(node.left), _value(node.right))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in OPERATORS:
+        return OPERATORS[type(node.op)](_value(node.operand))
+    if isinstance(node, ast.Call) and not node.keywords and callable(_math_name(node.func)):
+        return _math_name(node.func)(*map(_value, node.args))
+    if isinstance(_math_name(node), float):  # pi, e
+        return _math_name(node)
+    raise InvalidAnswer(f"{ast.unparse(node)!r} is not a number")
+
+
+def _math_name(node: ast.expr):
+    """What `math.NAME` or `NAME` is among MATH, else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math":
+        return MATH.get(node.attr)
+    return MATH.get(node.id) if isinstance(node, ast.Name) else None
 
 
 def is_right(question: Question, answer) -> bool:
@@ -167,6 +252,46 @@ def describe(question: Question, answer, lang: str = "en") -> str:
     if question.kind == "choice":
         return f"{value}) {question.options_in(lang)[question.letters.index(value)]}"
     return f"{value:.{question.decimals}f}"
+
+
+def wrong_answer(question: Question, answer, lang: str = "en") -> str:
+    """What a check says of a wrong `answer`: what was answered, what is right, and why."""
+    within = WITHIN.get(lang, WITHIN["en"]).format(tolerance=question.tolerance) if question.kind == "number" else ""
+    right, answered = describe(question, question.answer, lang), describe(question, answer, lang)
+    why = localized(question.explanation, lang)
+    return WRONG.get(lang, WRONG["en"]).format(key=question.key, answer=answered, right=right, within=within, why=why)
+
+
+def message_in(slug: str, message: str, lang: str) -> str:
+    """A message of the checks of quiz kata `slug`, written in English, in `lang`: a wrong answer's
+    (recognised by rebuilding it with `wrong_answer`) or one of CHECK_MESSAGES_ZH; others as they are."""
+    if lang != "zh":
+        return message
+    found = re.match(r'ANSWERS\["([^"]+)"\]: you answered (.*?); the answer is ', message)
+    question = _questions(slug).get(found.group(1)) if found else None
+    if question:
+        for answer in _answers_described(question, found.group(2)):
+            if wrong_answer(question, answer) == message:
+                return wrong_answer(question, answer, lang)
+    for pattern, chinese in CHECK_MESSAGES_ZH:
+        if matched := re.fullmatch(pattern, message):
+            return chinese.format(**matched.groupdict())
+    return message
+
+
+@functools.cache
+def _questions(slug: str) -> dict[str, Question]:
+    return {question.key: question for question in load_questions(slug)}
+
+
+def _answers_described(question: Question, text: str) -> list:
+    """The answers `describe` may have shown as `text`: an option's letter, or a value's repr."""
+    if question.kind == "choice" and re.match(r"[a-z]\) ", text):
+        return [text[0]]
+    try:
+        return [ast.literal_eval(text)]
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return []
 
 
 @dataclass

@@ -6,6 +6,7 @@ the misconception it fits. The report ends with what to do next and the plain su
 """
 
 import re
+from dataclasses import replace
 
 from rich.console import Group, RenderableType
 from rich.padding import Padding
@@ -13,6 +14,7 @@ from rich.text import Text
 
 from grader.content.catalogue import Kata, localized
 from grader.content.i18n import phrase
+from grader.content.quiz import has_quiz, message_in
 from grader.oracles.against import TRL_VERSION
 from grader.report.results import CheckResult, GradeResult
 from grader.report.styles import SYMBOL
@@ -69,6 +71,8 @@ def _todo_section(
     detailed: int | None,
     diagnosis: str | None = None,
 ) -> list[RenderableType]:
+    if lang != "en" and has_quiz(kata.slug):  # a quiz's checks write English: its messages in `lang`
+        checks = [replace(check, message=message_in(kata.slug, check.message, lang)) for check in checks]
     passed = sum(check.status == "passed" for check in checks)
     whole = {check.whole for check in checks}  # untagged checks: whole-function values, input contract
     untagged = "whole" if whole == {True} else "contract" if whole == {False} else "whole_and_contract"
