@@ -158,3 +158,19 @@ def test_a_large_tensor_difference_shows_the_values_around_it_side_by_side():
     ]
     assert "expected" in lines[-7] and "got" in lines[-7]
     assert max(map(len, lines)) <= 80
+
+
+def split_in_two(x):
+    """Halves of x.
+
+    Returns:
+        (head, tail): the first half and the rest.
+    """
+    return tuple(x.chunk(2))
+
+
+def test_returned_values_are_named_by_the_docstring_when_the_return_statement_does_not_say():
+    from grader.judging.expect import returned_names
+
+    assert returned_names(split_in_two) == ("head", "tail")
+    assert returned_names(loss_and_count) == ("total", "count")
