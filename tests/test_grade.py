@@ -334,3 +334,22 @@ def test_the_csv_keeps_names_from_running_as_formulas():
     sheet = {"katas": [SLUG], "students": {"=cmd()": {SLUG: {"status": "graded", "score": 0.5}}}}
     rows = list(csv.reader(gradesheet.grades_csv(sheet).splitlines()))
     assert rows[1] == ["'=cmd()", "0.5000", "0.5000"]
+
+
+def test_a_file_that_vanishes_while_the_folder_is_copied_is_left_out(tmp_path, monkeypatch):
+    """A learner's file in a shared folder (/tmp): other programs' files come and go meanwhile."""
+    from grader.classroom import batch
+
+    folder, scratch = tmp_path / "shared", tmp_path / "scratch"
+    folder.mkdir()
+    scratch.mkdir()
+    (folder / "grpo_loss.py").write_text("x = 1\n")
+    (folder / "data.txt").write_text("kept\n")
+    monkeypatch.setattr(batch, "folder_files", lambda _: ["data.txt", "gone.tmp", "grpo_loss.py"])
+
+    batch.copy_folder(folder, scratch, "grpo_loss")
+
+    assert sorted(path.name for path in scratch.iterdir()) == ["data.txt", "grpo_loss.py"]
+    (folder / "grpo_loss.py").unlink()
+    with pytest.raises(FileNotFoundError):
+        batch.copy_folder(folder, tmp_path / "again", "grpo_loss")

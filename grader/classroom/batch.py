@@ -324,11 +324,16 @@ def _judge(slug: str, target: str | Path, scratch: Path, settings: Settings) -> 
 
 
 def copy_folder(folder: Path, scratch: Path, slug: str) -> None:
-    """The kata file and what the folder brings along (see folder_files) into `scratch`."""
+    """The kata file and what the folder brings along (see folder_files) into `scratch`; a file that
+    vanishes or cannot be read meanwhile (a shared folder such as /tmp) is left out, the kata file never."""
     for name in {f"{slug}.py", *folder_files(folder)}:
         target = scratch / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / name, target, follow_symlinks=False)
+        try:
+            shutil.copyfile(folder / name, target, follow_symlinks=False)
+        except OSError:
+            if name == f"{slug}.py":
+                raise
 
 
 def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Settings) -> tuple[str, int]:

@@ -104,4 +104,7 @@ def run_checks(
             raise GradingError("the grader ran out of time (this is a bug in the grader, not your code)")
         if not report.exists():
             raise GradingError(f"the grader failed: {last_line(log)}")
-        return GradeResult.from_json(json.loads(report.read_text(encoding="utf-8")))
+        result = GradeResult.from_json(json.loads(report.read_text(encoding="utf-8")))
+        if not result.checks and not result.load_error:
+            raise GradingError(f"the grader ran no checks: {last_line(log)}")
+        return result
