@@ -100,7 +100,6 @@ def test_k1_is_negative_where_the_reference_prefers_the_token(expect):
             f"= {[round(v, 4) for v in values.tolist()]}; every token here is more likely under the reference, "
             "so k1 = new_logp - ref_logp must be negative on each: one sample of k1 can be below 0"
         )
-    expect.matches_reference("k1_kl", new, ref)
 
 
 @pytest.mark.todo(1)
@@ -225,9 +224,9 @@ def test_k3_is_exactly_zero_where_the_policies_agree(expect):
 @pytest.mark.todo(3)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
 def test_k3_is_never_negative_even_for_large_log_ratios(expect, dtype):
-    """k3 >= 0 for log ratios from -50 to 50, and 0 only at d = 0
+    """k3 >= 0 for log ratios from -50 to 50, 0 only at d = 0, and its values vs the reference there
 
-    zh: 对数比率在 -50 到 50 之间时 k3 >= 0，且只在 d = 0 处为 0
+    zh: 对数比率在 -50 到 50 之间时 k3 >= 0，且只在 d = 0 处为 0；并与参考答案比较这些值
     """
     d = torch.tensor(LOG_RATIOS, dtype=torch.float64)
     new = torch.full_like(d, -60.0)
@@ -282,11 +281,11 @@ def test_k3_gradients_match_reference(expect):
 
 @pytest.mark.todo(3)
 def test_k3_dtype_follows_inputs(expect):
-    """float64 inputs give float64, bfloat16 inputs give bfloat16
+    """Dtypes only: float64 inputs give float64, bfloat16 inputs give bfloat16
 
-    zh: float64 输入得到 float64，bfloat16 输入得到 bfloat16
+    zh: 只比较 dtype：float64 输入得到 float64，bfloat16 输入得到 bfloat16
     """
-    expect.matches_reference("k3_kl", *random_log_probs(14, dtype=torch.float64))
+    expect.shaped_like_reference("k3_kl", *random_log_probs(14, dtype=torch.float64))
     expect.shaped_like_reference("k3_kl", *random_log_probs(15, dtype=torch.bfloat16))
 
 
@@ -339,12 +338,12 @@ def test_global_mean_weighs_every_token_the_same(expect):
 @pytest.mark.todo(4)
 @pytest.mark.parametrize("dim", [None, -1], ids=["dim=None", "dim=-1"])
 def test_masked_positions_change_nothing(expect, dim):
-    """Unselected positions are ignored, even when they hold inf or NaN (padding)
+    """Self-consistency: inf or NaN in unselected positions (padding) leaves your mean as it was
 
-    zh: 未被选中的位置被忽略，即使其中是 inf 或 NaN（padding）
+    zh: 自洽：未被选中的位置（填充（padding））是 inf 或 NaN 时，你的均值保持不变
     """
     values, mask = ragged_batch(23)
-    before = expect.matches_reference("masked_mean", values, mask, dim=dim)
+    before = expect.call("masked_mean", values, mask, dim=dim)
     junk = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e6]).repeat(values.numel() // 4 + 1)
     padded = torch.where(mask, values, junk[: values.numel()].reshape(values.shape))
     after = expect.call("masked_mean", padded, mask, dim=dim)
@@ -369,14 +368,13 @@ def test_masked_mean_gradients_match_reference(expect):
 @pytest.mark.todo(4)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["float64", "bfloat16"])
 def test_masked_mean_dtype_follows_values(expect, dtype):
-    """The mean has the dtype of values (float64, bfloat16)
+    """Dtypes only: the mean has the dtype of values (float64, bfloat16)
 
-    zh: 均值的 dtype 与 values 相同（float64、bfloat16）
+    zh: 只比较 dtype：均值的 dtype 与 values 相同（float64、bfloat16）
     """
     values, mask = ragged_batch(26, dtype=dtype)
-    compare = expect.matches_reference if dtype == torch.float64 else expect.shaped_like_reference
-    compare("masked_mean", values, mask)
-    compare("masked_mean", values, mask, dim=-1)
+    expect.shaped_like_reference("masked_mean", values, mask)
+    expect.shaped_like_reference("masked_mean", values, mask, dim=-1)
 
 
 def test_rejects_inputs_outside_the_contract(expect):
@@ -386,10 +384,10 @@ def test_rejects_inputs_outside_the_contract(expect):
     """
     new, ref = random_log_probs(30)
     for name in ("k1_kl", "k2_kl", "k3_kl"):
-        expect.matches_reference(name, new, ref)
+        expect.call(name, new, ref)
     values, mask = ragged_batch(31)
-    expect.matches_reference("masked_mean", values, mask)
-    expect.matches_reference("masked_mean", values, mask, dim=-1)
+    expect.call("masked_mean", values, mask)
+    expect.call("masked_mean", values, mask, dim=-1)
     with_nan, with_inf = new.clone(), ref.clone()
     with_nan[1, 2] = float("nan")
     with_inf[0, 0] = float("-inf")
