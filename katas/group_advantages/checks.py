@@ -11,6 +11,12 @@ import torch
 FN = "compute_group_advantages"
 
 
+def assert_finite(advantages: torch.Tensor, what: str) -> None:
+    """Checks that compare your outputs with each other, or only dtypes, still fail NaN and inf."""
+    if not bool(advantages.isfinite().all()):
+        raise AssertionError(f"{what} returned non-finite advantages: {advantages.tolist()}")
+
+
 def random_groups(seed: int, sizes=(3, 1, 5, 2, 4), dtype=torch.float32):
     """Rewards for groups of the given sizes, candidates shuffled, ids not contiguous."""
     generator = torch.Generator().manual_seed(seed)
@@ -96,7 +102,8 @@ def test_groups_are_compared_only_within_themselves(expect):
     zh: 自洽：对某一组的奖励做缩放或平移，你的优势保持不变
     """
     rewards, ids = random_groups(4, sizes=(4, 3, 5))
-    before = expect.call(FN, rewards, ids)
+    before = expect.shaped_like_reference(FN, rewards, ids)
+    assert_finite(before, f"{FN}(...)")
     changed = torch.where(ids == ids[0], rewards * 100 + 7, rewards)
     after = expect.call(FN, changed, ids)
     expect.same(
@@ -111,7 +118,8 @@ def test_order_and_id_values_do_not_matter(expect):
     zh: 自洽：打乱候选顺序只会同样打乱你的优势；组 id 是标签，不是位置
     """
     rewards, ids = random_groups(5)
-    advantages = expect.call(FN, rewards, ids)
+    advantages = expect.shaped_like_reference(FN, rewards, ids)
+    assert_finite(advantages, f"{FN}(...)")
     order = torch.randperm(len(ids), generator=torch.Generator().manual_seed(11))
     relabelled = ids * 1000 + 12345
     permuted = expect.call(FN, rewards[order], relabelled[order])
@@ -121,11 +129,12 @@ def test_order_and_id_values_do_not_matter(expect):
 @pytest.mark.todo(1)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["float64", "bfloat16"])
 def test_dtype_follows_rewards(expect, dtype):
-    """Dtypes only: the advantages have the rewards' dtype
+    """Dtypes only: the advantages have the rewards' dtype (and are finite)
 
-    zh: 只比较 dtype：优势的 dtype 与奖励相同
+    zh: 只比较 dtype：优势的 dtype 与奖励相同（且为有限值）
     """
-    expect.shaped_like_reference(FN, *random_groups(6, dtype=dtype))
+    advantages = expect.shaped_like_reference(FN, *random_groups(6, dtype=dtype))
+    assert_finite(advantages, f"{FN}(...) in {dtype}")
 
 
 def test_rejects_inputs_outside_the_contract(expect):

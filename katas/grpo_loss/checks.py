@@ -261,7 +261,9 @@ def test_masked_positions_change_nothing(expect):
     zh: 自洽：修改 mask 为 False 位置的对数概率，你的损失保持不变
     """
     new, old, ref, rewards, group_ids, mask = square_batch(6)
-    before = expect.call(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.1)[LOSS]
+    before = expect.shaped_like_reference(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.1)[LOSS]
+    if not bool(before.isfinite()):  # NaN would equal NaN below
+        raise AssertionError(f"{FN}(...) returned a non-finite loss: {before.item()}")
     noise = torch.where(mask, torch.zeros_like(new), torch.full_like(new, -3.0))
     after = expect.call(FN, new + noise, old - noise, rewards, group_ids, mask, log_probs_ref=ref + noise, beta=0.1)
     expect.same(after[LOSS], before, f"{FN}(...) after changing only the masked-out positions")

@@ -343,7 +343,9 @@ def test_masked_positions_change_nothing(expect, dim):
     zh: 自洽：未被选中的位置（填充（padding））是 inf 或 NaN 时，你的均值保持不变
     """
     values, mask = ragged_batch(23)
-    before = expect.call("masked_mean", values, mask, dim=dim)
+    before = expect.shaped_like_reference("masked_mean", values, mask, dim=dim)
+    if not bool(before.isfinite().all()):  # NaN would equal NaN below
+        raise AssertionError(f"masked_mean(values, mask, dim={dim}) returned non-finite values: {before.tolist()}")
     junk = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e6]).repeat(values.numel() // 4 + 1)
     padded = torch.where(mask, values, junk[: values.numel()].reshape(values.shape))
     after = expect.call("masked_mean", padded, mask, dim=dim)
