@@ -74,7 +74,7 @@ def loss_args(batch, **options):
 
 
 def loss_matches_reference(expect, *args, **options) -> float:
-    """The learner's loss equals the reference's; returns it. The advantages are TODO 1's: not compared."""
+    """The learner's loss equals the reference's; returns it. The advantages (TODO 1) are not compared."""
     expected = expect.reference_call(FN, *args, **options)
     got = expect.call(FN, *args, **options)
     call = expect.describe(FN, args, options)
@@ -164,7 +164,7 @@ def _one_token_loss(expect, ratio: float, advantage_sign: float):
     ],
 )
 def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, ratio, sign, clipped):
-    """Past 1 +/- clip_range in the advantage's direction the loss is flat; elsewhere it keeps its gradient
+    """Past 1 +/- clip_range in the advantage's direction the loss is flat; elsewhere it has a gradient
 
     zh: 沿优势方向越过 1 ± clip_range 后损失是平的；其他位置保留梯度
     """
@@ -239,9 +239,9 @@ def test_kl_is_k3_of_new_against_reference(expect):
 
 @pytest.mark.todo(4)
 def test_candidates_weigh_equally_whatever_their_length(expect):
-    """Loss value with every ratio 1, advantages [-1, 1, -1, 1], lengths 4, 2, 2, 2: 0 (a token mean gives 0.2)
+    """Loss value with ratios 1, advantages [-1, 1, -1, 1], lengths 4, 2, 2, 2: 0 (token mean: 0.2)
 
-    zh: 比率全为 1、优势为 [-1, 1, -1, 1]、长度为 4、2、2、2 时的损失值：0（按 token 求均值得 0.2）
+    zh: 比率全为 1、优势 [-1, 1, -1, 1]、长度 4、2、2、2 时的损失值：0（token 均值为 0.2）
     """
     new = torch.full((4, 4), -1.0)
     mask = torch.tensor([[True] * 4] + [[True, True, False, False]] * 3)
@@ -271,9 +271,9 @@ def test_masked_positions_change_nothing(expect):
 
 @pytest.mark.todo(4)
 def test_loss_types_agree_where_they_must(expect):
-    """Self-consistency: on a full mask grpo == bnpo == dr_grpo; on a ragged one bnpo * valid == dr_grpo * B * T
+    """Self-consistency of loss_types: equal on a full mask; ragged, bnpo * valid == dr_grpo * B * T
 
-    zh: 自洽：掩码全有效时 grpo == bnpo == dr_grpo；不等长时 bnpo * 有效数 == dr_grpo * B * T
+    zh: 各 loss_type 自洽：掩码全有效时相等；不等长时 bnpo * 有效数 == dr_grpo * B * T
     """
     new, old, ref, rewards, group_ids, mask = square_batch(10)
     kinds = ("grpo", "bnpo", "dr_grpo")
