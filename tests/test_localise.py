@@ -151,3 +151,17 @@ def test_without_the_sandbox_a_hybrid_starts_in_a_fresh_folder_too(pytester):
     data = json.loads(report.read_text())
     assert (pytester.path / "trace").exists() and not data["sandboxed"]
     assert data["location"] == {"todos": [3], "method": "transplant"}
+
+
+def test_a_misconception_of_another_todo_is_not_the_diagnosis(tmp_path, grade_as_a_class):
+    """beta folded into dpo_loss's margin (TODO 1) and applied again by the loss fails some checks as IPO
+    written with beta * h (a TODO 3 misconception) does; transplanting TODO 1 alone fixes the file."""
+    kata = get_kata("dpo_loss")
+    text = edited(
+        ("margin = chosen_logratios - rejected_logratios", "margin = beta * (chosen_logratios - rejected_logratios)"),
+        text=kata.template(filled=True),
+    )
+    ((result, _),) = grade_as_a_class(kata.slug, {"beta_twice": text}, tmp_path, 10.0).values()
+    assert result.location == Location((1,), "transplant")
+    assert all(kata.misconception(match).todo == 1 for check in result.checks for match in check.matches)
+    assert result.diagnosis is None or kata.misconception(result.diagnosis).todo == 1

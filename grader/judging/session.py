@@ -285,6 +285,10 @@ class KataSession:
         self.locate_deadline = time.monotonic() + LOCATE_SECONDS * self.timeout
         tagged = sorted({_todo_of(item) for item in failed} - {None})
         self.location = localise.locate(self.source, self.kata.solution(), tagged, self._first_passing)
+        if self.location.method == "transplant":  # a misconception of another TODO cannot be this mistake
+            todo_of = {item.id: item.todo for item in self.kata.misconceptions}
+            for result in self.results:
+                result.matches = [match for match in result.matches if todo_of[match] in self.location.todos]
 
     def _first_passing(self, sources: list[str]) -> int | None:
         """The index of the first hybrid, in order, that passes every check; graded a few at a time."""
