@@ -4,6 +4,7 @@ and every known misconception is caught by a check and named.
 """
 
 import ast
+import difflib
 import os
 import re
 
@@ -136,13 +137,14 @@ def test_each_todos_guidance_names_the_variables_later_code_reads(kata):
 def test_each_misconceptions_edit_lies_in_its_own_todo(kata):
     """So that its transplant location is its own TODO (the localiser's consistency on variants)."""
     solution = kata.solution()
+    lines = solution.splitlines()
     regions = {region.number: region for region in render.find_regions(solution)}
     for item in kata.misconceptions:
-        edited = item.find.strip("\n")  # the lines it changes, not the line breaks around them
-        line = solution[: solution.index(item.find) + item.find.index(edited)].count("\n")
-        last = line + edited.count("\n")
         region = regions[item.todo]
-        assert region.start < line and last < region.end, f"{item.id}'s edit is outside TODO {item.todo}"
+        changes = difflib.SequenceMatcher(None, lines, kata.variant(item.id).splitlines()).get_opcodes()
+        for kind, first, end, _, _ in changes:  # lines [first, end) of the solution, or an insertion at `first`
+            inside = region.start < first and end <= region.end if kind != "equal" else True
+            assert inside, f"{item.id} changes lines {first + 1}-{end} of the solution, outside TODO {item.todo}"
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=SLUGS)

@@ -319,7 +319,7 @@ def test_discovery_copies_no_links_and_the_digest_follows_the_file_and_its_helpe
     (job,) = batch.discover(tmp_path / "class", None, settings).jobs
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    batch.copy_folder(folder, scratch, SLUG)
+    batch.copy_folder(folder, scratch, f"{SLUG}.py")
     assert sorted(p.name for p in scratch.iterdir()) == [f"{SLUG}.py", "helper.py"]
     (folder / "helper.py").write_text("X = 2\n")
     changed = batch.discover(tmp_path / "class", None, settings).jobs[0].digest
@@ -347,9 +347,9 @@ def test_a_file_that_vanishes_while_the_folder_is_copied_is_left_out(tmp_path, m
     (folder / "data.txt").write_text("kept\n")
     monkeypatch.setattr(batch, "folder_files", lambda _: ["data.txt", "gone.tmp", "grpo_loss.py"])
 
-    batch.copy_folder(folder, scratch, "grpo_loss")
+    batch.copy_folder(folder, scratch, "grpo_loss.py")
 
     assert sorted(path.name for path in scratch.iterdir()) == ["data.txt", "grpo_loss.py"]
     (folder / "grpo_loss.py").unlink()
     with pytest.raises(FileNotFoundError):
-        batch.copy_folder(folder, tmp_path / "again", "grpo_loss")
+        batch.copy_folder(folder, tmp_path / "again", "grpo_loss.py")

@@ -147,7 +147,7 @@ def test_discovery_and_the_scratch_copy_take_any_name(tmp_path):
     (job,) = [job for job in roster.jobs if job.student == r"caf\xe9"]
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    batch.copy_folder(job.folder, scratch, SLUG)
+    batch.copy_folder(job.folder, scratch, f"{SLUG}.py")
     assert sorted(os.listdir(os.fsencode(str(scratch)))) == sorted(
         [b"\xff.py", f"{SLUG}.py".encode(), b"notes\xff.txt"]
     )

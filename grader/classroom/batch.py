@@ -296,7 +296,7 @@ def grade_file(job: Job) -> dict:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_DROP, ignore_cleanup_errors=True) as work:
         scratch = Path(work)
-        copy_folder(job.folder, scratch, job.slug)
+        copy_folder(job.folder, scratch, f"{job.slug}.py")
         result, reason, peak_kb = _judge(job.slug, scratch / f"{job.slug}.py", scratch, job.settings)
         if result is None:
             reason = reason.replace(f"{scratch}{os.sep}", f"{job.student}{os.sep}")
@@ -323,16 +323,17 @@ def _judge(slug: str, target: str | Path, scratch: Path, settings: Settings) -> 
     return result, reason, peak_kb
 
 
-def copy_folder(folder: Path, scratch: Path, slug: str) -> None:
-    """The kata file and what the folder brings along (see folder_files) into `scratch`; a file that
-    vanishes or cannot be read meanwhile (a shared folder such as /tmp) is left out, the kata file never."""
-    for name in {f"{slug}.py", *folder_files(folder)}:
+def copy_folder(folder: Path, scratch: Path, kata_file: str) -> None:
+    """The kata file (its name in `folder`) and what the folder brings along (see folder_files) into
+    `scratch`; a file that vanishes or cannot be read meanwhile (a shared folder such as /tmp) is
+    left out, the kata file never."""
+    for name in {kata_file, *folder_files(folder)}:
         target = scratch / name
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             shutil.copyfile(folder / name, target, follow_symlinks=False)
         except OSError:
-            if name == f"{slug}.py":
+            if name == kata_file:
                 raise
 
 

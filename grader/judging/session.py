@@ -127,9 +127,7 @@ class KataSession:
             if isinstance(self.spec, Path):
                 from grader.classroom.batch import copy_folder
 
-                copy_folder(self.spec.resolve().parent, work, self.spec.stem)
-                if self.spec.name != f"{self.spec.stem}.py" or not (work / self.spec.name).exists():
-                    shutil.copyfile(self.spec, work / self.spec.name)
+                copy_folder(self.spec.resolve().parent, work, self.spec.name)
         return work
 
     def _box(self) -> FileBox:
@@ -308,7 +306,7 @@ class KataSession:
         if isinstance(self.spec, Path):
             from grader.classroom.batch import copy_folder
 
-            copy_folder(self.spec.resolve().parent, folder, self.spec.stem)
+            copy_folder(self.spec.resolve().parent, folder, self.spec.name)
         return folder
 
     def _hybrid_passes(self, source: str) -> bool:
