@@ -79,7 +79,7 @@ def list_labs(as_json: bool) -> int:
         return 0
     from rich.table import Table
 
-    from gpu_labs.summary import Trimmed
+    from grader.report.styles import Trimmed
 
     table = Table(box=None, pad_edge=False, header_style="title")
     table.add_column("lab", no_wrap=True)

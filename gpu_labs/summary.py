@@ -20,12 +20,12 @@ from pathlib import Path
 
 from rich.console import Group, RenderableType
 from rich.measure import Measurement
-from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from gpu_labs.decisions import STYLES
 from gpu_labs.plots import sparkline
+from grader.report.styles import Trimmed
 
 WIDE_LIST = 4  # a list of up to this many dicts gets a column per item; longer lists get a row per item
 LIST_ROWS = 8  # rows shown of a longer list of dicts
@@ -57,22 +57,6 @@ def build_summary(record: dict, run_dir: Path | None = None) -> RenderableType:
         names = ", ".join(str(name) for name in artifacts.values()) or "evidence.json"
         parts += [Text(), Text.assemble(("evidence: ", "muted"), (str(run_dir), "code")), Text(f"  {names}", "muted")]
     return Trimmed(Group(*parts))
-
-
-class Trimmed:
-    """`renderable` without the spaces rich pads its lines (table cells) with at their ends."""
-
-    def __init__(self, renderable: RenderableType):
-        self.renderable = renderable
-
-    def __rich_console__(self, console, options):
-        for line in console.render_lines(self.renderable, options, pad=False):
-            while line and not line[-1].control and not line[-1].text.rstrip():
-                line.pop()
-            if line and not line[-1].control:
-                line[-1] = Segment(line[-1].text.rstrip(), line[-1].style)
-            yield from line
-            yield Segment.line()
 
 
 class Sparkline:

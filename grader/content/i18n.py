@@ -11,7 +11,6 @@ PHRASES = {
     "en": {
         "whole": "Whole function",
         "contract": "Input contract",
-        "whole_and_contract": "Whole function and input contract",
         "todos": "{n} TODOs",
         "todos_one": "1 TODO",
         "cases": "{n} cases:",
@@ -55,7 +54,6 @@ PHRASES = {
     "zh": {
         "whole": "整个函数",
         "contract": "输入约定",
-        "whole_and_contract": "整个函数与输入约定",
         "todos": "{n} 个 TODO",
         "cases": "{n} 个用例：",
         "more_cases": "另有 {n} 个用例：",

@@ -1,4 +1,4 @@
-"""Named styles and the one console factory: no other module hard-codes a colour.
+"""Named styles, the one console factory (no other module hard-codes a colour), and `Trimmed`.
 
 Output is plain text (no colour codes) when it is not a terminal or NO_COLOR is set; rich
 decides that from the stream and the environment.
@@ -6,7 +6,8 @@ decides that from the stream and the environment.
 
 from contextlib import contextmanager
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.segment import Segment
 from rich.theme import Theme
 
 THEME = Theme(
@@ -58,3 +59,19 @@ def progress_bar(console: Console | None, description: str, total: int, remainin
     ) as bar:
         task = bar.add_task(description, total=total)
         yield lambda steps=1: bar.advance(task, steps)
+
+
+class Trimmed:
+    """`renderable` without the spaces rich pads its lines (table cells) with at their ends."""
+
+    def __init__(self, renderable: RenderableType):
+        self.renderable = renderable
+
+    def __rich_console__(self, console, options):
+        for line in console.render_lines(self.renderable, options, pad=False):
+            while line and not line[-1].control and not line[-1].text.rstrip():
+                line.pop()
+            if line and not line[-1].control:
+                line[-1] = Segment(line[-1].text.rstrip(), line[-1].style)
+            yield from line
+            yield Segment.line()

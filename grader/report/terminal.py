@@ -17,7 +17,7 @@ from grader.content.i18n import phrase
 from grader.content.quiz import has_quiz, message_in
 from grader.oracles.against import TRL_VERSION
 from grader.report.results import CheckResult, GradeResult
-from grader.report.styles import SYMBOL
+from grader.report.styles import SYMBOL, Trimmed
 
 NOT_IMPLEMENTED = re.compile(r"not implemented yet: TODO (\d+)")
 DETAILED = 2  # failing checks shown in full per TODO (the rest: one line each)
@@ -50,7 +50,7 @@ def build_report(
             parts += _diagnosis(result, kata, lang)
     parts += _location(result, lang)
     parts += [Text(_next_step(result, kata, lang), style="next"), Text(summary_line(result))]
-    return Group(*parts)
+    return Trimmed(Group(*parts))
 
 
 def _against_line(result: GradeResult, lang: str) -> Text:
@@ -58,13 +58,18 @@ def _against_line(result: GradeResult, lang: str) -> Text:
     return Text(phrase(lang, "against", version=TRL_VERSION, n=n, total=len(result.checks)), style="muted")
 
 
-def _by_todo(checks: list[CheckResult]) -> list[tuple[int | None, list[CheckResult]]]:
-    todos = sorted({check.todo for check in checks}, key=lambda todo: (todo is None, todo or 0))
-    return [(todo, [check for check in checks if check.todo == todo]) for todo in todos]
+def _by_todo(checks: list[CheckResult]) -> list[tuple[int | str, list[CheckResult]]]:
+    """The checks by TODO, then the whole function's value checks ("whole"), then the input contract."""
+
+    def section(check: CheckResult) -> int | str:
+        return check.todo if check.todo is not None else "whole" if check.whole else "contract"
+
+    order = [*sorted({check.todo for check in checks} - {None}), "whole", "contract"]
+    return [(key, found) for key in order if (found := [check for check in checks if section(check) == key])]
 
 
 def _todo_section(
-    todo: int | None,
+    todo: int | str,
     checks: list[CheckResult],
     kata: Kata,
     lang: str,
@@ -74,10 +79,8 @@ def _todo_section(
     if lang != "en" and has_quiz(kata.slug):  # a quiz's checks write English: its messages in `lang`
         checks = [replace(check, message=message_in(kata.slug, check.message, lang)) for check in checks]
     passed = sum(check.status == "passed" for check in checks)
-    whole = {check.whole for check in checks}  # untagged checks: whole-function values, input contract
-    untagged = "whole" if whole == {True} else "contract" if whole == {False} else "whole_and_contract"
-    label = f"TODO {todo}" if todo is not None else phrase(lang, untagged)
-    title = localized(kata.todo(todo).title, lang) if todo is not None else ""
+    label = f"TODO {todo}" if isinstance(todo, int) else phrase(lang, todo)
+    title = localized(kata.todo(todo).title, lang) if isinstance(todo, int) else ""
     status = "passed" if passed == len(checks) else "failed"
     header = Text.assemble(
         (f"{SYMBOL[status]} ", status), (f"{label}  ", "todo"), (f"{passed}/{len(checks)}  ", status), (title, "")
