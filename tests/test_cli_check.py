@@ -281,3 +281,10 @@ def test_the_checks_of_no_todo_are_the_whole_function_when_marked_whole_else_the
     assert "✓ 输入约定  1/1" in report(untagged(False), "zh")
     both = report(untagged(False) + untagged(True)).splitlines()
     assert both.index("✓ Whole function  1/1") < both.index("✓ Input contract  1/1")  # two sections
+
+
+def test_a_report_has_no_padding_at_line_ends_and_fits_80_columns():
+    failing = CheckResult("kl", "A title " * 12, 3, "failed", "f(x)\n  expected: 1\n  got:      2")
+    lines = report([failing, CheckResult("c", "Rejects bad input", None, "passed")]).splitlines()
+    assert lines and not [line for line in lines if line != line.rstrip()]
+    assert max(map(len, lines)) <= 80
