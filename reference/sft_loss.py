@@ -10,10 +10,12 @@ padding. SFT maximises the likelihood of the response tokens, so it minimises th
     microbatch loss                = mean_b( -sum_t(lp[b] where m[b]) / c ) / k   then .backward()
 
 Conventions:
-- Completion-only loss, as TRL 1.16.0's SFTTrainer (`completion_only_loss`): prompt tokens get
-  label -100 and padding is ignored, and the cross-entropy is a token mean over the batch's
-  completion tokens (a sequence with more response tokens counts more). Prompt and padding
-  positions may hold anything, -inf included: they are selected out, not multiplied by 0.
+- Completion-only loss, as TRL 1.16.0's SFTTrainer (`completion_only_loss`, loss_type "nll"):
+  prompt and padding get label -100, and `compute_loss` returns `per_token_loss.sum() /
+  num_tokens`, a token mean over the batch's completion tokens (a sequence with more response
+  tokens counts more). Under gradient accumulation TRL passes `num_items_in_batch`, the count of
+  all k microbatches together, and does not divide by k. Prompt and padding positions may hold
+  anything, -inf included: they are selected out, not multiplied by 0.
 - masked_normalize, sft_microbatch_step and normalize_constant follow the Stanford CS336
   assignment 5 handout (`masked_normalize`, `sft_microbatch_train_step`): each sequence's NLL is
   summed over its response tokens and divided by a constant c (1.0 by default: not a token
@@ -24,6 +26,8 @@ Conventions:
 - sft_microbatch_step calls `loss.backward()` itself: the gradient lands in the `.grad` of the
   leaves upstream (here `token_log_probs`, which must require grad), and the returned loss is
   detached, for logging only.
+- sft_loss and sft_microbatch_step write their masked sums out rather than call
+  masked_normalize, so that each step can be written and checked on its own.
 
 Shapes: values and mask the same shape; token_log_probs and response_mask (B, T), mask bool.
 """

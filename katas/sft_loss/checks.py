@@ -87,7 +87,9 @@ def test_masked_positions_change_nothing(expect, dim):
         raise AssertionError(f"masked_normalize(values, mask, 2.0, dim={dim}) returned non-finite values")
     after = expect.call("masked_normalize", junk_outside(values, mask), mask, 2.0, dim=dim)
     expect.same(
-        after, before, f"masked_normalize(values, mask, 2.0, dim={dim}) after filling the unselected positions with inf/NaN"
+        after,
+        before,
+        f"masked_normalize(values, mask, 2.0, dim={dim}) after filling the unselected positions with inf/NaN",
     )
 
 
