@@ -28,6 +28,7 @@ ANSWERS["bt_probability"] = 1 / (1 + math.exp(-(3.0 - 1.0)))  # sigmoid(r_a - r_
 ANSWERS["bt_shift"] = "c"  # a shared offset cancels in r_a - r_b
 ANSWERS["dpo_removes"] = "b"  # no reward model, no sampling loop; pi_ref stays
 ANSWERS["dpo_implicit_reward"] = "d"  # beta * log(pi_theta / pi_ref)
+ANSWERS["dpo_beta"] = "a"  # beta weighs the KL to pi_ref: larger beta, less deviation
 # END TODO 1
 
 # TODO 2: GRPO, PPO and RLVR
@@ -45,4 +46,5 @@ ANSWERS["equal_rewards"] = "a"  # zero advantages: no signal
 ANSWERS["kl_reference"] = "a"  # the fixed reference, not the old policy
 ANSWERS["k3_guarantees"] = "d"  # non-negative, unbiased, 0 where the policies agree
 ANSWERS["k3_value"] = math.exp(-1.5 - (-1.0)) - (-1.5 - (-1.0)) - 1  # delta = -0.5: 0.107
+ANSWERS["k3_small"] = "b"  # exp(d) - d - 1 = d^2 / 2 + O(d^3): its value, not its variance
 # END TODO 4

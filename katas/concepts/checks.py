@@ -88,6 +88,15 @@ def test_dpo_implicit_reward(learner):
     check_answer(learner, "dpo_implicit_reward")
 
 
+@pytest.mark.todo(1)
+def test_dpo_beta(learner):
+    """A larger DPO beta keeps the policy closer to the reference
+
+    zh: DPO 的 beta 越大，策略越贴近参考模型
+    """
+    check_answer(learner, "dpo_beta")
+
+
 @pytest.mark.todo(2)
 def test_grpo_removes(learner):
     """GRPO drops PPO's critic (value model), not the reward model
@@ -158,6 +167,15 @@ def test_k3_value(learner):
     zh: 单个 token 的 k3 值，其中 delta = log pi_ref - log pi_theta
     """
     check_answer(learner, "k3_value")
+
+
+@pytest.mark.todo(4)
+def test_k3_small(learner):
+    """For a small delta the k3 value is about delta^2 / 2
+
+    zh: delta 较小时，k3 的值约为 delta^2 / 2
+    """
+    check_answer(learner, "k3_small")
 
 
 def test_answers_are_known_keys_with_valid_values(learner):
