@@ -1,0 +1,287 @@
+"""Checks for response_log_probs (TODOs 1-3) and token_entropy (TODO 4).
+
+Fixtures: seeded logits (B, T, V) = (4, 12, 7) with ids and a ragged response mask (prompts of
+3 to 5 tokens, responses of 2 to 9, 0 to 5 padding tokens); junk (NaN, inf, -inf, 1e30 rows and
+-inf entries) in the logits of padding positions; logits repeated along the sequence, with
+entries 200 nats below the rest, so that the log-prob of a token does not depend on the shift.
+"""
+
+import math
+
+import pytest
+import torch
+
+B, T, V = 4, 12, 7
+PROMPTS = (3, 4, 3, 5)
+RESPONSES = (6, 3, 9, 2)
+
+
+def ragged_mask():
+    """(B, T) bool: row b is PROMPTS[b] prompt tokens, RESPONSES[b] response tokens, then padding."""
+    start = torch.tensor(PROMPTS).unsqueeze(-1)  # (B, 1)
+    stop = start + torch.tensor(RESPONSES).unsqueeze(-1)  # (B, 1)
+    positions = torch.arange(T)  # (T,)
+    return (positions >= start) & (positions < stop)  # (B, T)
+
+
+def ragged_batch(seed: int, dtype=torch.float32):
+    """Seeded (logits, input_ids, response_mask): finite logits of spread ~3, ids in [0, V)."""
+    generator = torch.Generator().manual_seed(seed)
+    logits = 1.5 * torch.randn(B, T, V, generator=generator, dtype=torch.float64)  # (B, T, V)
+    ids = torch.randint(0, V, (B, T), generator=generator)  # (B, T)
+    return logits.to(dtype), ids, ragged_mask()
+
+
+def seeded_weights(shape, seed: int):
+    """A cotangent: the output is backpropagated as sum(output * weights), so every column counts."""
+    return torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) + 0.5
+
+
+def deep_padding(mask):
+    """(B, T) positions s whose neighbours s - 1, s, s + 1 are all outside the response."""
+    outside = torch.nn.functional.pad(~mask, (1, 1), value=True)  # (B, T + 2)
+    return outside[:, :-2] & outside[:, 1:-1] & outside[:, 2:]  # (B, T)
+
+
+def junk_logits(logits, where):
+    """The logits with junk at every position in `where`: rows of NaN, inf, -inf, 1e30, and a row
+    whose even entries are -inf (a masked vocabulary), in turn."""
+    junk = logits.clone()
+    fills = (float("nan"), float("inf"), float("-inf"), 1e30, None)
+    for k, (b, s) in enumerate(where.nonzero().tolist()):
+        fill = fills[k % len(fills)]
+        if fill is None:
+            junk[b, s, ::2] = float("-inf")
+        else:
+            junk[b, s] = fill
+    return junk
+
+
+# -- TODO 1: the shift -----------------------------------------------------------------------------
+
+
+@pytest.mark.todo(1)
+def test_one_column_fewer_than_positions(expect):
+    """Shapes only: (B, T, V) logits give (B, T - 1) log-probs, in the logits' dtype
+
+    zh: 只比较形状：(B, T, V) 的 logits 得到 (B, T - 1) 的对数概率，dtype 与 logits 相同
+    """
+    expect.shaped_like_reference("response_log_probs", *ragged_batch(1))
+    expect.shaped_like_reference("response_log_probs", *ragged_batch(2, dtype=torch.float64))
+
+
+@pytest.mark.todo(1)
+def test_column_t_scores_the_token_at_t_plus_1(expect):
+    """Self-consistency: changing input_ids[:, t] moves column t - 1, and only on response tokens
+
+    zh: 自洽：改变 input_ids[:, t] 只改变第 t - 1 列，且只在回答 token 上
+    """
+    logits, ids, mask = ragged_batch(3)
+    before = expect.call("response_log_probs", logits, ids, mask)
+    for t in range(T):
+        changed_ids = ids.clone()
+        changed_ids[:, t] = (ids[:, t] + 1) % V
+        after = expect.call("response_log_probs", logits, changed_ids, mask)
+        for b in range(B):
+            moved = (after[b] != before[b]).nonzero().flatten().tolist()
+            wanted = [t - 1] if bool(mask[b, t]) else []
+            if moved != wanted:
+                raise AssertionError(
+                    f"changing input_ids[{b}, {t}] (a {'response' if mask[b, t] else 'prompt or padding'}"
+                    f" token) changed columns {moved} of row {b}; expected {wanted}: column t - 1 holds "
+                    "the log-prob of token t (logits[:, t - 1] predict it), and is 0 unless token t is "
+                    "a response token"
+                )
+
+
+# -- TODO 2: the mask on the inputs ---------------------------------------------------------------
+
+
+@pytest.mark.todo(2)
+def test_junk_in_padding_logits_changes_nothing_and_sends_no_nan_gradient(expect):
+    """Self-consistency: NaN/inf logits in padding leave your output as it was, with zero gradients
+
+    zh: 自洽：填充（padding）位置的 logits 为 NaN/inf 时，你的输出不变，梯度仍是有限值
+    """
+    logits, ids, mask = ragged_batch(4)
+    where = deep_padding(mask)
+    before = expect.call("response_log_probs", logits, ids, mask)
+    if not bool(before.isfinite().all()):  # NaN would equal NaN below
+        raise AssertionError(f"response_log_probs returned non-finite values on finite logits: {before.tolist()}")
+    junk = junk_logits(logits, where)
+    after = expect.call("response_log_probs", junk, ids, mask)
+    expect.same(after, before, "response_log_probs after filling the padding logits with NaN, inf, -inf, 1e30")
+    _, grads = expect.gradients(
+        "response_log_probs", junk, ids, mask, wrt=("logits",), cotangent=seeded_weights((B, T - 1), 5)
+    )
+    grad = grads["logits"]
+    if grad is None:
+        raise AssertionError("no gradient reached `logits`")
+    bad = (~grad.isfinite()).any(dim=-1) | ((grad != 0).any(dim=-1) & where)  # (B, T)
+    if bool(bad.any()):
+        raise AssertionError(
+            f"with NaN/inf logits in the padding, the gradient of `logits` is NaN, inf or nonzero "
+            f"at positions {bad.nonzero().tolist()} (row, position): a masked position must send "
+            "back exactly 0. Zeroing the output there afterwards is too late: backward multiplies "
+            "0 by the NaN of its log-softmax. Replace the logits before the log-softmax (torch.where)"
+        )
+
+
+# -- TODO 3: log_softmax, gather, exact zeros -----------------------------------------------------
+
+
+@pytest.mark.todo(3)
+def test_each_log_prob_is_the_logit_minus_the_logsumexp(expect):
+    """Logits repeated along the sequence: each log-prob is z_y - logsumexp(z), even 200 nats down
+
+    zh: logits 沿序列重复：每个对数概率都是 z_y - logsumexp(z)，即使低了 200 nats
+    """
+    generator = torch.Generator().manual_seed(6)
+    z = 2.0 * torch.randn(B, V, generator=generator, dtype=torch.float64)  # (B, V)
+    z[:, :2] -= 200.0  # ids 0 and 1: softmax underflows to 0 in float32
+    targets = torch.tensor([0, 1, 4, 6])  # (B,) one id per row, the same at every position
+    mask = torch.ones(B, T, dtype=torch.bool)
+    mask[:, :2] = False  # a two-token prompt
+    mask[:, -1] = False  # one padding token
+    logits = z.unsqueeze(1).expand(B, T, V).to(torch.float32).contiguous()  # (B, T, V)
+    ids = targets.unsqueeze(-1).expand(B, T).contiguous()  # (B, T)
+    got = expect.call("response_log_probs", logits, ids, mask)
+    want = z.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - z.logsumexp(dim=-1)  # (B,) float64
+    for b in range(B):
+        for t in range(2, T - 2):  # columns whose token t + 1 is a response token, shifted or not
+            value = got[b, t].item()
+            if not abs(value - want[b].item()) <= 1e-5 * abs(want[b].item()) + 1e-5:
+                raise AssertionError(
+                    f"row {b} column {t}: the log-prob of id {targets[b].item()} is {value:.6g}, expected "
+                    f"z_y - logsumexp(z) = {want[b].item():.6g}" + (" (a token 200 nats below the best: "
+                    "log(softmax) underflows to log(0) = -inf there, log_softmax does not)" if b < 2 else "")
+                )
+
+
+@pytest.mark.todo(3)
+def test_masked_columns_are_exactly_zero(expect):
+    """Columns scoring prompt or padding tokens hold exactly 0.0
+
+    zh: 给提示词或填充（padding）token 打分的列恰好为 0.0
+    """
+    logits, ids, mask = ragged_batch(7)
+    got = expect.call("response_log_probs", logits, ids, mask)
+    outside = ~mask[:, :-1] & ~mask[:, 1:]  # (B, T-1) tokens t and t + 1 both outside the response
+    nonzero = (got != 0) & outside
+    if bool(nonzero.any()):
+        b, t = nonzero.nonzero()[0].tolist()
+        raise AssertionError(
+            f"column {t} of row {b} scores a token outside the response but holds {got[b, t].item():.6g}; "
+            "it must be exactly 0.0 (masked_fill(~mask, 0.0) after the gather)"
+        )
+
+
+# -- whole function --------------------------------------------------------------------------------
+
+
+@pytest.mark.whole
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+def test_log_probs_match_reference(expect, dtype):
+    """Log-probs of a ragged batch match the reference (float32, float64, bfloat16)
+
+    zh: 参差批次的对数概率与参考答案一致（float32、float64、bfloat16）
+    """
+    expect.matches_reference("response_log_probs", *ragged_batch(8, dtype=dtype))
+
+
+@pytest.mark.whole
+def test_log_prob_gradients_match_reference(expect):
+    """Gradients with respect to the logits match the reference
+
+    zh: 对 logits 的梯度与参考答案一致
+    """
+    logits, ids, mask = ragged_batch(9, dtype=torch.float64)
+    expect.gradients_match_reference(
+        "response_log_probs", logits, ids, mask, wrt=("logits",), cotangent=seeded_weights((B, T - 1), 10)
+    )
+
+
+# -- TODO 4: token_entropy ------------------------------------------------------------------------
+
+
+@pytest.mark.todo(4)
+def test_entropy_of_uniform_and_one_hot_logits(expect):
+    """Uniform logits give log V; one entry 300 above the rest gives 0, not NaN
+
+    zh: 均匀的 logits 得到 log V；一个值比其余高 300 时得到 0，而不是 NaN
+    """
+    uniform = torch.zeros(2, 8)
+    got = expect.shaped_like_reference("token_entropy", uniform)
+    if not all(abs(value - math.log(8)) <= 1e-6 for value in got.tolist()):
+        raise AssertionError(
+            f"token_entropy of uniform logits over V = 8 is {got.tolist()}, expected log 8 = {math.log(8):.6f}: "
+            "H = -sum_v p_v log p_v, summed (not averaged) over the vocabulary, and >= 0"
+        )
+    peaked = torch.full((2, 8), -300.0)
+    peaked[:, 3] = 0.0
+    got = expect.call("token_entropy", peaked)
+    if not all(abs(value) <= 1e-6 for value in got.tolist()):
+        raise AssertionError(
+            f"token_entropy of logits with one entry 300 above the rest is {got.tolist()}, expected 0: "
+            "softmax underflows to 0 there and log(0) * 0 is NaN; take log p from log_softmax"
+        )
+
+
+@pytest.mark.todo(4)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_entropy_matches_reference(expect, dtype):
+    """Entropies of seeded logits (3, 5, 11) match the reference
+
+    zh: 随机 logits (3, 5, 11) 的熵与参考答案一致
+    """
+    generator = torch.Generator().manual_seed(11)
+    logits = 3.0 * torch.randn(3, 5, 11, generator=generator, dtype=torch.float64)
+    expect.matches_reference("token_entropy", logits.to(dtype))
+
+
+@pytest.mark.todo(4)
+def test_entropy_gradients_match_reference(expect):
+    """Gradients of the entropy with respect to the logits match the reference
+
+    zh: 熵对 logits 的梯度与参考答案一致
+    """
+    generator = torch.Generator().manual_seed(12)
+    logits = 2.0 * torch.randn(4, 9, generator=generator, dtype=torch.float64)
+    expect.gradients_match_reference(
+        "token_entropy", logits, wrt=("logits",), cotangent=seeded_weights((4,), 13)
+    )
+
+
+def test_rejects_inputs_outside_the_contract(expect):
+    """Accepts valid input; rejects bad shapes, dtypes, ids and masks with ValueError
+
+    zh: 接受合法输入；对错误的形状、dtype、id 和掩码抛出 ValueError
+    """
+    logits, ids, mask = ragged_batch(20)
+    expect.call("response_log_probs", logits, ids, mask)
+    expect.call("response_log_probs", logits, ids.int(), mask)
+    expect.call("token_entropy", logits)
+    first_token = mask.clone()
+    first_token[0, 0] = True
+    too_big, negative = ids.clone(), ids.clone()
+    too_big[1, 2] = V
+    negative[2, 3] = -1
+    bad = [
+        ("2-D logits", (logits[0], ids, mask)),
+        ("integer logits", (logits.long(), ids, mask)),
+        ("a single position (T = 1)", (logits[:, :1], ids[:, :1], mask[:, :1])),
+        ("float input_ids", (logits, ids.float(), mask)),
+        ("input_ids of another shape", (logits, ids[:, :-1], mask)),
+        ("an id equal to V", (logits, too_big, mask)),
+        ("a negative id", (logits, negative, mask)),
+        ("a float mask", (logits, ids, mask.float())),
+        ("a mask of another shape", (logits, ids, mask[:-1])),
+        ("a response token at position 0", (logits, ids, first_token)),
+    ]
+    for why, args in bad:
+        expect.raises_value_error(why, "response_log_probs", *args)
+    with_nan = logits.clone()
+    with_nan[0, 0, 0] = float("nan")
+    expect.raises_value_error("integer logits", "token_entropy", logits.long())
+    expect.raises_value_error("a NaN logit", "token_entropy", with_nan)
+    expect.raises_value_error("a 0-d tensor", "token_entropy", torch.tensor(1.0))
