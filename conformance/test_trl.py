@@ -31,10 +31,12 @@ PROBLEM = trl_problem()
 if PROBLEM:
     pytest.exit(f"the conformance tests need the pinned TRL. {PROBLEM}  (or: nox -s conformance)", returncode=1)
 
+from gpu_labs.fast_logprobs import selective_log_probs  # noqa: E402
 from grader.content.catalogue import get_kata  # noqa: E402
 from grader.oracles import trl_oracle  # noqa: E402  (imports trl)
 from reference import dpo_loss as dpo_reference  # noqa: E402
 from reference import grpo_loss as grpo_reference  # noqa: E402
+from reference import token_logprobs as logprob_reference  # noqa: E402
 from reference import verifier_reward as reward_reference  # noqa: E402
 from reference.group_advantages import compute_group_advantages  # noqa: E402
 
@@ -285,6 +287,60 @@ def test_dpo_oracle_with_sequence_log_probs_matches_the_reference(loss_type):
     torch.testing.assert_close(ours, trls, **TOL)
     for mine, theirs in zip(grads, (p.grad for p in policy)):
         torch.testing.assert_close(mine, theirs, **TOL)
+
+
+# -- per-token log-probs -----------------------------------------------------------------------------
+
+
+LOGPROB_TOL = {"rtol": 1e-5, "atol": 1e-5}  # float32 logits, 150 nats apart: a logsumexp loop vs log_softmax
+
+
+def logprob_batch(seed: int, dtype, batch: int = 4, length: int = 10, vocab: int = 33):
+    """Seeded logits (B, T, V) with entries 150 below the rest, ids, a ragged response mask."""
+    generator = torch.Generator().manual_seed(seed)
+    logits = 4 * torch.randn(batch, length, vocab, generator=generator, dtype=torch.float64)  # (B, T, V)
+    logits[..., :2] -= 150.0
+    ids = torch.randint(0, vocab, (batch, length), generator=generator)  # (B, T)
+    ids[:, ::3] = 0  # some taken tokens far below the best
+    ends = torch.randint(3, length + 1, (batch, 1), generator=generator)  # (B, 1)
+    mask = (torch.arange(length) >= 2) & (torch.arange(length) < ends)  # (B, T): prompt of 2, padding
+    return logits.to(dtype), ids, mask
+
+
+def logprobs_and_gradient(function, logits, weights):
+    leaf = logits.clone().requires_grad_(True)
+    out = function(leaf)
+    (out * weights).sum().backward()
+    return out.detach(), leaf.grad
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
+def test_response_logprobs_match_trl_selective_log_softmax(dtype):
+    """TRL's GRPO slices logits[:, :-1] and input_ids[:, 1:]; the kata also zeroes the non-response columns."""
+    from trl.trainer.utils import selective_log_softmax
+
+    logits, ids, mask = logprob_batch(5, dtype)
+    weights = torch.rand(ids.shape[0], ids.shape[1] - 1, generator=torch.Generator().manual_seed(6)).to(dtype)
+    kept = mask[:, 1:]  # (B, T-1) the scored token's mask
+    trls = logprobs_and_gradient(
+        lambda x: selective_log_softmax(x[:, :-1], ids[:, 1:]).masked_fill(~kept, 0.0), logits, weights
+    )
+    ours = logprobs_and_gradient(lambda x: logprob_reference.response_log_probs(x, ids, mask), logits, weights)
+    fast = logprobs_and_gradient(
+        lambda x: selective_log_probs(x[:, :-1], ids[:, 1:], chunk_rows=3).masked_fill(~kept, 0.0), logits, weights
+    )
+    tol = {"rtol": 1.6e-2, "atol": 1e-2} if dtype == torch.bfloat16 else LOGPROB_TOL
+    for mine in (ours, fast):
+        torch.testing.assert_close(mine[0], trls[0], **tol)
+        torch.testing.assert_close(mine[1], trls[1], **tol)
+    assert bool((trls[0] < -100).any()) and bool((trls[0][~kept] == 0).all())
+
+
+def test_token_logprobs_entropy_matches_trl_entropy_from_logits():
+    from trl.trainer.utils import entropy_from_logits
+
+    logits, _, _ = logprob_batch(7, torch.float32)
+    torch.testing.assert_close(logprob_reference.token_entropy(logits), entropy_from_logits(logits), **LOGPROB_TOL)
 
 
 # -- TRL's internals ----------------------------------------------------------------------------------
