@@ -56,10 +56,15 @@ def list_table(text: str) -> dict[str, str]:
 
 
 def list_blocks(text: str) -> dict[str, list[str]]:
-    """Each kata's block of a plain `kata list` (its first line, then its indented lines), by slug."""
+    """Each kata's block of a plain `kata list` (its first line, then its indented lines), by slug.
+
+    A block starts with the kata's number, right-aligned to the widest one (" 2  token_logprobs"
+    above "11  delivery_decisions"); the first line is returned without that alignment.
+    """
     blocks: dict[str, list[str]] = {}
     for line in text.split("\n\n")[0].splitlines():
-        if not line.startswith(" "):
+        if re.match(r" *\d+  \S", line):
+            line = line.lstrip()
             slug = line.split()[1]
         blocks.setdefault(slug, []).append(line)
     return blocks
