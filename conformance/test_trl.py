@@ -4,7 +4,8 @@ Each test runs a TRL trainer method on a trainer built without __init__ (grader.
 the reference on the same seeded random inputs with ragged masks, and compares value and
 gradient. Tolerance 1e-6 (absolute and relative); float64 inputs, where the two sides agree to
 about 1e-15, so 1e-6 is far above rounding and far below any convention difference; the GRPO
-loss is also compared in float32, the dtype trainers use, at the same tolerance.
+loss is also compared in float32, the dtype trainers use, at the same tolerance. Per-token
+log-probs come from float32 logits far apart (a logsumexp loop against log_softmax): 1e-5.
 
 Where the reference deliberately follows another convention than TRL, the test compares the
 quantity both share and asserts the difference, so that it stays visible:
