@@ -317,7 +317,7 @@ def logprobs_and_gradient(function, logits, weights):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
 def test_response_logprobs_match_trl_selective_log_softmax(dtype):
-    """TRL's GRPO slices logits[:, :-1] and input_ids[:, 1:]; the kata also zeroes the non-response columns."""
+    """TRL's GRPO pairs last_hidden_state[:, :-1] with labels[:, 1:]: on logits, this shift; 0 off the response."""
     from trl.trainer.utils import selective_log_softmax
 
     logits, ids, mask = logprob_batch(5, dtype)

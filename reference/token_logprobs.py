@@ -10,9 +10,11 @@ over the vocabulary and a gather of the taken token:
 
     H[..] = -sum_v p_v log p_v = -sum_v exp(log p_v) * log p_v,   log p = log_softmax(logits)
 
-Conventions (TRL 1.16.0: GRPOTrainer._get_per_token_logps_and_entropies slices
-`logits[:, :-1]` and the ids `[:, 1:]`, then `selective_log_softmax(logits, index)` and
-`entropy_from_logits(logits)` in trl.trainer.utils):
+Conventions (TRL 1.16.0, trl.trainer.utils: GRPOTrainer scores completions with
+`add_fused_lm_head`, which pairs `last_hidden_state[:, :-1]` with `labels[:, 1:]`, labels being
+input_ids with -100 outside the completion, and fills 0 where the label is -100;
+`selective_log_softmax(logits, index)` and `entropy_from_logits(logits)` compute the same on
+given logits):
 - The result has T - 1 columns: column t scores token t + 1 with the logits at t. Token 0 has no
   logits scoring it, so response_mask[:, 0] must be False; the logits at T - 1 score nothing.
 - The mask is the scored token's: response_mask[:, 1:]. The result is exactly 0 where it is
@@ -20,8 +22,8 @@ Conventions (TRL 1.16.0: GRPOTrainer._get_per_token_logps_and_entropies slices
   back from there: those logits are replaced by 0 before the log-softmax (torch.where on the
   inputs), because multiplying a NaN by 0 afterwards is still NaN, in the value or the gradient.
 - log_softmax, never log(softmax): softmax underflows to 0 for logits ~104 below the row's max in
-  float32, and log(0) = -inf. TRL also leaves masking to its callers; verl's
-  `logprobs_from_logits` and OpenRLHF's `log_probs_from_logits` compute the same gather.
+  float32, and log(0) = -inf. verl's `logprobs_from_logits` and OpenRLHF's
+  `log_probs_from_logits` compute the same gather and leave the mask to the loss.
 - The entropy sums over V (it is log V for uniform logits, 0 for a one-hot distribution).
 
 Shapes: logits (B, T, V) float, input_ids (B, T) integer in [0, V), response_mask (B, T) bool;
