@@ -386,7 +386,7 @@ def kata_check(slug: str, source: str, tmp_path: Path) -> tuple[int, dict]:
     return done.returncode, json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("slug", ["grpo_loss", "dpo_loss", "verifier_reward"])
+@pytest.mark.parametrize("slug", ["grpo_loss", "dpo_loss", "verifier_reward", "token_logprobs"])
 def test_kata_check_against_trl_passes_the_reference_solution(slug, tmp_path):
     status, data = kata_check(slug, get_kata(slug).solution(), tmp_path)
     assert status == 0 and data["failed"] == 0 and data["against"] == "trl"
@@ -395,7 +395,8 @@ def test_kata_check_against_trl_passes_the_reference_solution(slug, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("slug", "misconception"), [("grpo_loss", "batch_token_mean"), ("verifier_reward", "unscorable_gives_zero")]
+    ("slug", "misconception"),
+    [("grpo_loss", "batch_token_mean"), ("verifier_reward", "unscorable_gives_zero"), ("token_logprobs", "no_shift")],
 )
 def test_kata_check_against_trl_fails_a_wrong_file(slug, misconception, tmp_path):
     status, data = kata_check(slug, get_kata(slug).variant(misconception), tmp_path)

@@ -16,6 +16,7 @@ TRL_FUNCTIONS = {
     "grpo_loss": ("compute_grpo_loss",),
     "dpo_loss": ("dpo_loss",),
     "verifier_reward": ("combine_rewards",),
+    "token_logprobs": ("response_log_probs", "token_entropy"),
 }
 
 

@@ -5,6 +5,8 @@
     dpo_loss           DPOTrainer._compute_loss (loss_type sigmoid / hinge / ipo)
     combine_rewards    GRPOTrainer._calculate_rewards (None -> NaN, one column per function) and
                        the weighted nansum of GRPOTrainer._generate_and_score_completions
+    response_log_probs trl.trainer.utils.selective_log_softmax on logits[:, :-1] and input_ids[:, 1:]
+    token_entropy      trl.trainer.utils.entropy_from_logits
 
 How, without a model: a trainer is built with `object.__new__` (its __init__ never runs, so no
 model, config or accelerator is made) and given exactly the attributes its loss method reads.
@@ -31,6 +33,7 @@ import torch
 from grader.oracles.against import TRL_FUNCTIONS, TRL_PIP, TRL_VERSION, TrlUnavailable, trl_problem
 from reference import dpo_loss as dpo_reference
 from reference import grpo_loss as grpo_reference
+from reference import token_logprobs as logprobs_reference
 from reference import verifier_reward as reward_reference
 
 # GRPOTrainer._generate_and_score_completions combines the reward columns with these lines
@@ -242,6 +245,33 @@ def combine_rewards(scores, weights):
     return rewards
 
 
+def response_log_probs(logits, input_ids, response_mask):
+    """As reference.token_logprobs.response_log_probs, the log-probs from TRL's selective_log_softmax.
+
+    The kata's contract stays the reference's: masked positions are exactly 0 and send no gradient
+    back, whatever their logits hold, so their logits are zeroed before TRL sees them (TRL's GRPO
+    never computes them: its fused head leaves them at 0)."""
+    logprobs_reference.response_log_probs(logits, input_ids, response_mask)  # the input contract
+    kept = response_mask[:, 1:]  # (B, T-1) the scored token's mask
+    scoring = torch.where(kept.unsqueeze(-1), logits[:, :-1], torch.zeros((), dtype=logits.dtype))  # (B, T-1, V)
+    selective = _trl_utils().selective_log_softmax
+    return torch.where(kept, selective(scoring, input_ids[:, 1:]), torch.zeros((), dtype=logits.dtype))
+
+
+def token_entropy(logits):
+    """As reference.token_logprobs.token_entropy, from TRL's entropy_from_logits."""
+    logprobs_reference.token_entropy(logits)  # the input contract
+    return _trl_utils().entropy_from_logits(logits)
+
+
+def _trl_utils() -> types.ModuleType:
+    """trl.trainer.utils, after checking that TRL is the pinned version."""
+    trl()
+    import trl.trainer.utils as utils
+
+    return utils
+
+
 def reward_table(scores):
     """GRPOTrainer._calculate_rewards on F reward functions that return the given columns: (N, F) float32."""
     responses = len(scores[0])
@@ -312,9 +342,20 @@ SMOKE_TESTS = {
     ),
     "dpo_loss": lambda: dpo_loss(*torch.zeros(4, 1), loss_type="ipo"),
     "verifier_reward": lambda: combine_rewards([[1.0, None]], [1.0]),
+    "token_logprobs": lambda: token_entropy(
+        response_log_probs(torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.long), torch.tensor([[False, True]]))[
+            ..., None
+        ]
+    ),
 }
 
-ORACLE_FUNCTIONS = {"compute_grpo_loss": compute_grpo_loss, "dpo_loss": dpo_loss, "combine_rewards": combine_rewards}
+ORACLE_FUNCTIONS = {
+    "compute_grpo_loss": compute_grpo_loss,
+    "dpo_loss": dpo_loss,
+    "combine_rewards": combine_rewards,
+    "response_log_probs": response_log_probs,
+    "token_entropy": token_entropy,
+}
 
 
 def oracle_module(reference: types.ModuleType, slug: str) -> types.ModuleType:
