@@ -15,6 +15,10 @@ quantity both share and asserts the difference, so that it stays visible:
 - an all-None reward row: both combinations give NaN (TRL 1.16 marks it unscorable after its
   nansum); TRL then gives that row advantage 0, while the reference's compute_group_advantages
   refuses a NaN reward, leaving the choice to the caller.
+
+policy_gradient's group_normalized_advantages has TRL's conventions as options: with std="sample",
+eps=1e-4, eps_mode="add" it must give TRL's advantages exactly for scale_rewards "group", "batch"
+and "none"; its rloo_advantages must give RLOOTrainer's leave-one-out advantages.
 """
 
 import json
@@ -37,6 +41,7 @@ from grader.content.catalogue import get_kata  # noqa: E402
 from grader.oracles import trl_oracle  # noqa: E402  (imports trl)
 from reference import dpo_loss as dpo_reference  # noqa: E402
 from reference import grpo_loss as grpo_reference  # noqa: E402
+from reference import policy_gradient as pg_reference  # noqa: E402
 from reference import token_logprobs as logprob_reference  # noqa: E402
 from reference import verifier_reward as reward_reference  # noqa: E402
 from reference.group_advantages import compute_group_advantages  # noqa: E402
@@ -176,6 +181,113 @@ def test_group_advantages_of_the_lesson_pair_differ_by_the_std_convention():
         compute_group_advantages(rewards, torch.tensor([0, 0])), torch.tensor([-1.0, 1.0]).double()
     )
     torch.testing.assert_close(trl_advantages, torch.tensor([-1.0, 1.0]).double() * 0.5 / (math.sqrt(0.5) + 1e-4))
+
+
+# GRPOTrainer._generate_and_score_completions (trl 1.16.0, sum_then_normalize): every scale_rewards
+SCALE_LINES = (
+    "mean_grouped_rewards = torch.nanmean(rewards.view(-1, num_generations), dim=1)",
+    "mean_grouped_rewards = mean_grouped_rewards.repeat_interleave(num_generations, dim=0)",
+    'if self.scale_rewards in ["group", "none"]:',
+    "std_rewards = nanstd(rewards.view(-1, num_generations), dim=1)",
+    "std_rewards = std_rewards.repeat_interleave(num_generations, dim=0)",
+    'elif self.scale_rewards == "batch":',
+    "std_rewards = nanstd(rewards).expand_as(rewards)",
+    "advantages = rewards - mean_grouped_rewards",
+    'if self.scale_rewards != "none":',
+    "advantages = advantages / (std_rewards + 1e-4)",
+    "advantages = torch.nan_to_num(advantages, nan=0.0)",
+)
+
+# RLOOTrainer._generate_and_score_completions (trl 1.16.0, num_generations > 1)
+RLOO_LINES = (
+    "grouped_rewards = rewards.view(-1, num_generations)",
+    "scorable_counts = (~torch.isnan(grouped_rewards)).sum(dim=1, keepdim=True)",
+    "grouped_sum = torch.nansum(grouped_rewards, dim=1, keepdim=True)",
+    "baselines = (grouped_sum - grouped_rewards) / (scorable_counts - 1)",
+    "baselines = baselines.view(-1)",
+    "advantages = rewards - baselines",
+    "advantages = torch.nan_to_num(advantages, nan=0.0)",
+)
+
+
+def trl_source_has(trainer: str, lines: tuple[str, ...]):
+    """The trainer module, after checking that its _generate_and_score_completions still has `lines`."""
+    import importlib
+    import inspect
+
+    module = importlib.import_module(f"trl.trainer.{trainer.lower().removesuffix('trainer')}_trainer")
+    source = inspect.getsource(getattr(module, trainer)._generate_and_score_completions)
+    missing = [line for line in lines if line not in source]
+    assert not missing, f"TRL's {trainer} advantage code changed since trl {TRL_VERSION}: {missing}"
+    return module
+
+
+def trl_scaled_advantages(rewards: torch.Tensor, num_generations: int, scale_rewards: str) -> torch.Tensor:
+    """GRPOTrainer's advantages for one scale_rewards, by its own statements (SCALE_LINES), contiguous groups."""
+    nanstd = trl_source_has("GRPOTrainer", SCALE_LINES).nanstd
+    mean_grouped_rewards = torch.nanmean(rewards.view(-1, num_generations), dim=1)
+    mean_grouped_rewards = mean_grouped_rewards.repeat_interleave(num_generations, dim=0)
+    if scale_rewards in ["group", "none"]:
+        std_rewards = nanstd(rewards.view(-1, num_generations), dim=1)
+        std_rewards = std_rewards.repeat_interleave(num_generations, dim=0)
+    elif scale_rewards == "batch":
+        std_rewards = nanstd(rewards).expand_as(rewards)
+    advantages = rewards - mean_grouped_rewards
+    if scale_rewards != "none":
+        advantages = advantages / (std_rewards + 1e-4)
+    return torch.nan_to_num(advantages, nan=0.0)
+
+
+def trl_rloo_advantages(rewards: torch.Tensor, num_generations: int) -> torch.Tensor:
+    """RLOOTrainer's leave-one-out advantages by its own statements (RLOO_LINES), contiguous groups."""
+    trl_source_has("RLOOTrainer", RLOO_LINES)
+    grouped_rewards = rewards.view(-1, num_generations)
+    scorable_counts = (~torch.isnan(grouped_rewards)).sum(dim=1, keepdim=True)
+    grouped_sum = torch.nansum(grouped_rewards, dim=1, keepdim=True)
+    baselines = (grouped_sum - grouped_rewards) / (scorable_counts - 1)
+    baselines = baselines.view(-1)
+    advantages = rewards - baselines
+    return torch.nan_to_num(advantages, nan=0.0)
+
+
+def shuffled_groups(size: int, groups: int = 6):
+    """Rewards of `groups` contiguous groups (the first with no spread) and a permutation of them."""
+    generator = torch.Generator().manual_seed(size)
+    rewards = torch.randn(groups * size, generator=generator, dtype=torch.float64).round(decimals=1)  # (N,)
+    rewards[:size] = 0.5
+    ids = torch.arange(groups).repeat_interleave(size)  # (N,) contiguous, as TRL needs
+    return rewards, ids, torch.randperm(groups * size, generator=generator)
+
+
+def in_any_order(function, rewards, ids, order, **options):
+    """`function` on the candidates shuffled by `order`, put back in the original order."""
+    ours = torch.empty_like(rewards)
+    ours[order] = function(rewards[order], ids[order], **options)
+    return ours
+
+
+@pytest.mark.parametrize("size", [2, 3, 8, 16])
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_group_normalized_advantages_with_trls_options_equal_trls(scale, size):
+    rewards, ids, order = shuffled_groups(size)
+    trls = trl_scaled_advantages(rewards, size, scale)
+    options = {"scale": scale, "std": "sample", "eps": 1e-4, "eps_mode": "add"}
+    ours = in_any_order(pg_reference.group_normalized_advantages, rewards, ids, order, **options)
+    torch.testing.assert_close(ours, trls, **TOL)
+    assert (trls[:size] == 0).all() and trls.abs().sum() > 0
+    if scale != "none":  # the harness can fail: the project's own convention is not TRL's
+        default = in_any_order(pg_reference.group_normalized_advantages, rewards, ids, order, scale=scale)
+        assert not torch.allclose(default, trls, **TOL)
+
+
+@pytest.mark.parametrize("size", [2, 3, 8, 16])
+def test_rloo_advantages_equal_trls(size):
+    rewards, ids, order = shuffled_groups(size)
+    trls = trl_rloo_advantages(rewards, size)
+    torch.testing.assert_close(in_any_order(pg_reference.rloo_advantages, rewards, ids, order), trls, **TOL)
+    grpo_centred = in_any_order(pg_reference.group_normalized_advantages, rewards, ids, order, scale="none")
+    torch.testing.assert_close(trls, grpo_centred * size / (size - 1), **TOL)  # k / (k - 1) (r - mean_g)
+    assert not torch.allclose(trls, grpo_centred, **TOL)
 
 
 # -- reward combination -----------------------------------------------------------------------------
