@@ -3,7 +3,7 @@
 A batch of B rollouts, T steps each (in an LLM: T response tokens). Per step t we have the reward
 r_t, the value estimate V_t of the critic that scored the rollout, and done_t: the episode ended
 after step t. Generalised advantage estimation (Schulman et al. 2015, "High-Dimensional
-Continuous Control Using Generalized Advantage Estimation", eqs. 11-16) scans backwards:
+Continuous Control Using Generalized Advantage Estimation", section 3) scans backwards:
 
     delta_t = r_t + gamma * V_{t+1} * (1 - done_t) - V_t          the TD error of step t
     A_t     = delta_t + gamma * lam * (1 - done_t) * A_{t+1}      A_T = 0, V_T = 0
@@ -18,7 +18,7 @@ min of the two surrogates; as a loss to minimise it is the max of their negative
 
 Conventions (TRL's PPOTrainer, trl/experimental/ppo/ppo_trainer.py of trl 1.8.0: the reverse
 scan with `lastgaelam`, `returns = advantages + values`, `masked_whiten`, `vf_loss`, `pg_loss`;
-TRL 1.16.0 no longer ships a PPOTrainer):
+trl 1.15.0 and 1.16.0 ship no PPOTrainer):
 - After the last step nothing is bootstrapped: V_T = 0, as TRL's `nextvalues = 0.0`. A done
   step neither bootstraps V_{t+1} nor carries A_{t+1} back across the episode boundary (TRL has
   no dones: one response is one episode, and padding holds reward 0 and value 0).
@@ -30,7 +30,10 @@ TRL 1.16.0 no longer ships a PPOTrainer):
   they treat old values, returns, old log-probs and advantages as constants (detached): only
   `values` and `log_probs` receive a gradient.
 - The value clip is around the old values (v_old +- c_v), not around the returns; the 0.5 is
-  TRL's factor.
+  TRL's factor. TRL averages the value loss over `~padding_mask_p1`, one position more than the
+  policy loss's `~padding_mask`; here each loss takes the mask its caller passes.
+- TRL whitens the advantages (over the response mask) before the policy loss; the returns stay
+  unwhitened.
 
 Shapes: every tensor (B, T); dones and mask bool. The losses return 0-d tensors.
 """

@@ -72,6 +72,34 @@ def test_gae_matches_a_float64_loop(expect, gamma, lam):
     close(returns, want_returns, f"gae_advantages(gamma={gamma}, lam={lam}) returns")
 
 
+def trl_gae(rewards, values, gamma, lam):
+    """TRL PPOTrainer's own loop (trl 1.8.0, experimental/ppo/ppo_trainer.py): no dones, V_T = 0."""
+    lastgaelam = 0
+    advantages_reversed = []
+    gen_length = rewards.shape[1]
+    for t in reversed(range(gen_length)):
+        nextvalues = values[:, t + 1] if t < gen_length - 1 else 0.0
+        delta = rewards[:, t] + gamma * nextvalues - values[:, t]
+        lastgaelam = delta + gamma * lam * lastgaelam
+        advantages_reversed.append(lastgaelam)
+    advantages = torch.stack(advantages_reversed[::-1], axis=1)
+    return advantages, advantages + values
+
+
+@pytest.mark.todo(1)
+def test_gae_without_dones_is_trls_loop(expect):
+    """Without dones, advantages and returns equal TRL PPOTrainer's lastgaelam loop
+
+    zh: 没有 done 时，优势与回报和 TRL PPOTrainer 的 lastgaelam 循环一致
+    """
+    rewards, values, dones = rollout(4, rows=2, steps=6)
+    dones[:] = False
+    advantages, returns = expect.shaped_like_reference("gae_advantages", rewards, values, dones, 0.9, 0.95)
+    want_advantages, want_returns = trl_gae(rewards, values, 0.9, 0.95)
+    close(advantages, want_advantages, "gae_advantages(gamma=0.9, lam=0.95), no dones: advantages")
+    close(returns, want_returns, "gae_advantages(gamma=0.9, lam=0.95), no dones: returns")
+
+
 @pytest.mark.todo(1)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_gae_matches_reference(expect, dtype):
