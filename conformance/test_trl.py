@@ -514,3 +514,96 @@ def test_kata_check_against_trl_fails_a_wrong_file(slug, misconception, tmp_path
     status, data = kata_check(slug, get_kata(slug).variant(misconception), tmp_path)
     failed_by_trl = [c for c in data["checks"] if c["status"] != "passed" and c["expected_from"] == "trl"]
     assert status == 1 and failed_by_trl
+
+
+# -- DAPO and GSPO (the dapo_gspo kata) ----------------------------------------------------------------
+
+from reference import dapo_gspo as dapo_gspo_reference  # noqa: E402
+
+
+def dapo_gspo_batch(seed: int, spread: float, dtype=torch.float64, rows: int = 12, length: int = 9):
+    """Seeded (new, old, advantages, mask): log-ratios spread * N(0, 1), ragged masks (one full row,
+    one single-token row)."""
+    generator = torch.Generator().manual_seed(seed)
+    draw = lambda *shape: torch.randn(*shape, generator=generator, dtype=torch.float64)  # noqa: E731
+    old = -draw(rows, length).abs() - 0.3  # (B, T)
+    new = old + spread * draw(rows, length)  # (B, T)
+    advantages = draw(rows)  # (B,)
+    lengths = torch.randint(1, length + 1, (rows,), generator=generator)
+    lengths[0], lengths[1] = length, 1
+    mask = torch.arange(length) < lengths.unsqueeze(-1)  # (B, T)
+    return new.to(dtype), old.to(dtype), advantages.to(dtype), mask
+
+
+def dapo_gspo_loss_and_gradient(function, batch, **options):
+    new, old, advantages, mask = batch
+    new = new.clone().requires_grad_(True)
+    loss = function(new, old, advantages, mask, **options)
+    loss.backward()
+    return loss.detach(), new.grad
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize(("epsilon_low", "epsilon_high"), [(0.2, 0.28), (0.1, 0.3), (0.2, 0.2)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dapo_loss_matches_trl(seed, epsilon_low, epsilon_high, dtype):
+    """dapo_loss is GRPOTrainer._compute_loss with loss_type="dapo", epsilon and epsilon_high."""
+    batch = dapo_gspo_batch(seed, spread=0.4, dtype=dtype)
+    new, old, _, mask = batch
+    ratio = (new - old).exp()[mask]
+    assert (ratio > 1 + epsilon_high).any() and (ratio < 1 - epsilon_low).any()  # both clips are reached
+    options = {"epsilon_low": epsilon_low, "epsilon_high": epsilon_high}
+    ours = dapo_gspo_loss_and_gradient(dapo_gspo_reference.dapo_loss, batch, **options)
+    trls = dapo_gspo_loss_and_gradient(trl_oracle.dapo_loss, batch, **options)
+    torch.testing.assert_close(ours, trls, **TOL)
+
+
+def test_dapo_loss_is_a_token_mean_not_trls_grpo_mean():
+    """On ragged masks TRL's "dapo" and "grpo" aggregations differ, and dapo_loss is the first."""
+    new, old, advantages, mask = dapo_gspo_batch(2, spread=0.4)
+    dapo = trl_oracle.dapo_loss(new, old, advantages, mask, epsilon_low=0.2, epsilon_high=0.2)
+    grpo = trl_oracle.trl_grpo_loss(new, old, advantages, mask, 0.2, None, 0.0, "grpo")
+    assert not torch.isclose(dapo, grpo, **TOL)
+    ours = dapo_gspo_reference.dapo_loss(new, old, advantages, mask, epsilon_low=0.2, epsilon_high=0.2)
+    torch.testing.assert_close(ours, dapo, **TOL)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize(
+    ("epsilon_low", "epsilon_high", "spread"), [(3e-4, 4e-4, 0.002), (0.1, 0.2, 0.5), (0.05, 0.05, 0.3)]
+)
+@pytest.mark.parametrize("seed", [3, 4])
+def test_gspo_loss_matches_trl(seed, epsilon_low, epsilon_high, spread, dtype):
+    """gspo_loss is GRPOTrainer._compute_loss with importance_sampling_level="sequence" (loss_type "grpo")."""
+    batch = dapo_gspo_batch(seed, spread=spread, dtype=dtype)
+    new, old, _, mask = batch
+    sequence_ratio = (((new - old) * mask).sum(-1) / mask.sum(-1)).exp()
+    inside = (sequence_ratio > 1 - epsilon_low) & (sequence_ratio < 1 + epsilon_high)
+    assert inside.any() and not inside.all()  # some responses are clipped, some are not
+    options = {"epsilon_low": epsilon_low, "epsilon_high": epsilon_high}
+    ours = dapo_gspo_loss_and_gradient(dapo_gspo_reference.gspo_loss, batch, **options)
+    trls = dapo_gspo_loss_and_gradient(trl_oracle.gspo_loss, batch, **options)
+    torch.testing.assert_close(ours, trls, **TOL)
+
+
+def test_overlong_penalty_matches_trls_soft_overlong_punishment():
+    """overlong_penalty is trl.rewards.get_soft_overlong_punishment (DAPO eq. 13) on every length."""
+    from trl.rewards import get_soft_overlong_punishment
+
+    lengths = torch.arange(0, 90)
+    for max_length, cache_length in [(64, 16), (50, 50), (30, 1), (20, 4)]:
+        trls = get_soft_overlong_punishment(max_length, cache_length)([[0] * n for n in lengths.tolist()])
+        ours = dapo_gspo_reference.overlong_penalty(lengths, max_length, cache_length)
+        torch.testing.assert_close(ours, torch.tensor(trls, dtype=torch.float32), **TOL)
+
+
+def test_kata_check_dapo_gspo_against_trl(tmp_path):
+    """`kata check dapo_gspo --against trl` passes the reference and fails a wrong GSPO ratio."""
+    kata = get_kata("dapo_gspo")
+    status, data = kata_check("dapo_gspo", kata.solution(), tmp_path)
+    assert status == 0 and data["failed"] == 0 and data["against"] == "trl"
+    assert any(check["expected_from"] == "trl" for check in data["checks"])
+    for misconception in ("per_sequence_mean", "sequence_ratio_sum"):
+        status, data = kata_check("dapo_gspo", kata.variant(misconception), tmp_path)
+        failed_by_trl = [c for c in data["checks"] if c["status"] != "passed" and c["expected_from"] == "trl"]
+        assert status == 1 and failed_by_trl, misconception

@@ -17,6 +17,7 @@ TRL_FUNCTIONS = {
     "dpo_loss": ("dpo_loss",),
     "verifier_reward": ("combine_rewards",),
     "token_logprobs": ("response_log_probs", "token_entropy"),
+    "dapo_gspo": ("dapo_loss", "gspo_loss"),
 }
 
 

@@ -7,6 +7,10 @@
                        the weighted nansum of GRPOTrainer._generate_and_score_completions
     response_log_probs trl.trainer.utils.selective_log_softmax on logits[:, :-1] and input_ids[:, 1:]
     token_entropy      trl.trainer.utils.entropy_from_logits
+    dapo_loss          GRPOTrainer._compute_loss with loss_type "dapo" and epsilon_high (sum over
+                       the valid tokens / num_items_in_batch: here the valid tokens of the batch)
+    gspo_loss          GRPOTrainer._compute_loss with importance_sampling_level "sequence" and
+                       loss_type "grpo" (one clipped ratio per response, the mean over responses)
 
 How, without a model: a trainer is built with `object.__new__` (its __init__ never runs, so no
 model, config or accelerator is made) and given exactly the attributes its loss method reads.
@@ -31,6 +35,7 @@ from collections import defaultdict
 import torch
 
 from grader.oracles.against import TRL_FUNCTIONS, TRL_PIP, TRL_VERSION, TrlUnavailable, trl_problem
+from reference import dapo_gspo as dapo_gspo_reference
 from reference import dpo_loss as dpo_reference
 from reference import grpo_loss as grpo_reference
 from reference import token_logprobs as logprobs_reference
@@ -141,10 +146,13 @@ def compute_grpo_loss(
     return loss, advantages
 
 
-def trl_grpo_loss(log_probs_new, log_probs_old, advantages, response_mask, clip_range, log_probs_ref, beta, loss_type):
+def trl_grpo_loss(
+    log_probs_new, log_probs_old, advantages, response_mask, clip_range, log_probs_ref, beta, loss_type, **settings
+):
     """GRPOTrainer._compute_loss on given log-probs (B, T), advantages (B,) and a bool mask (B, T).
 
     The KL term is on when log_probs_ref is given and beta > 0, as in compute_grpo_loss.
+    `settings` replace the trainer's attributes (epsilon_high, importance_sampling_level).
     """
     batch, width = log_probs_new.shape
     with_kl = log_probs_ref is not None and float(beta) > 0
@@ -165,6 +173,7 @@ def trl_grpo_loss(log_probs_new, log_probs_old, advantages, response_mask, clip_
         current_gradient_accumulation_steps=1,
         _entropy_bonus_enabled=False,
     )
+    trainer.__dict__.update(settings)
     inputs = {
         "prompt_ids": torch.zeros(batch, 1, dtype=torch.long),
         "prompt_mask": torch.ones(batch, 1, dtype=torch.long),
@@ -172,10 +181,50 @@ def trl_grpo_loss(log_probs_new, log_probs_old, advantages, response_mask, clip_
         "completion_mask": response_mask.long(),  # (B, T) as a tokenizer's mask
         "advantages": advantages,  # (B,)
         "old_per_token_logps": log_probs_old.detach(),  # (B, T)
+        "num_items_in_batch": response_mask.sum(),  # "dapo"'s divisor: the batch's valid tokens, one process
     }
     if with_kl:
         inputs["ref_per_token_logps"] = log_probs_ref.detach()  # (B, T)
     return run_trl("GRPOTrainer._compute_loss", trainer.__class__._compute_loss, trainer, None, inputs)
+
+
+def dapo_loss(log_probs_new, log_probs_old, advantages, response_mask, epsilon_low=0.2, epsilon_high=0.28):
+    """As reference.dapo_gspo.dapo_loss: GRPOTrainer._compute_loss, loss_type "dapo", two epsilons."""
+    with torch.no_grad():  # the input contract
+        dapo_gspo_reference.dapo_loss(
+            log_probs_new, log_probs_old, advantages, response_mask, epsilon_low, epsilon_high
+        )
+    return trl_grpo_loss(
+        log_probs_new,
+        log_probs_old,
+        advantages.detach(),
+        response_mask,
+        epsilon_low,
+        None,
+        0.0,
+        "dapo",
+        epsilon_high=float(epsilon_high),
+    )
+
+
+def gspo_loss(log_probs_new, log_probs_old, advantages, response_mask, epsilon_low=3e-4, epsilon_high=4e-4):
+    """As reference.dapo_gspo.gspo_loss: GRPOTrainer._compute_loss, importance_sampling_level "sequence"."""
+    with torch.no_grad():  # the input contract
+        dapo_gspo_reference.gspo_loss(
+            log_probs_new, log_probs_old, advantages, response_mask, epsilon_low, epsilon_high
+        )
+    return trl_grpo_loss(
+        log_probs_new,
+        log_probs_old,
+        advantages.detach(),
+        response_mask,
+        epsilon_low,
+        None,
+        0.0,
+        "grpo",
+        epsilon_high=float(epsilon_high),
+        importance_sampling_level="sequence",
+    )
 
 
 def dpo_loss(
@@ -341,6 +390,10 @@ SMOKE_TESTS = {
         loss_type="dr_grpo",
     ),
     "dpo_loss": lambda: dpo_loss(*torch.zeros(4, 1), loss_type="ipo"),
+    "dapo_gspo": lambda: [
+        loss(torch.zeros(2, 2), torch.zeros(2, 2), torch.tensor([1.0, -1.0]), torch.tensor([[True, False]] * 2))
+        for loss in (dapo_loss, gspo_loss)
+    ],
     "verifier_reward": lambda: combine_rewards([[1.0, None]], [1.0]),
     "token_logprobs": lambda: token_entropy(
         response_log_probs(torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.long), torch.tensor([[False, True]]))[
@@ -355,6 +408,8 @@ ORACLE_FUNCTIONS = {
     "combine_rewards": combine_rewards,
     "response_log_probs": response_log_probs,
     "token_entropy": token_entropy,
+    "dapo_loss": dapo_loss,
+    "gspo_loss": gspo_loss,
 }
 
 
