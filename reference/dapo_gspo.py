@@ -24,7 +24,10 @@ loss_type="dapo" sums the masked token losses and divides by the number of valid
 and one process, the token mean here); importance_sampling_level="sequence" forms the masked mean
 log-ratio per response, exponentiates it, and broadcasts that (B, 1) ratio over the tokens, so
 with loss_type="grpo" each response's loss is its one clipped term and the loss their mean.
-The overlong penalty and dynamic sampling happen outside the loss (reward function, sampler).
+The overlong penalty and dynamic sampling happen outside the loss (TRL: the reward function
+trl.rewards.get_soft_overlong_punishment; verl: overlong_buffer and algorithm.filter_groups).
+verl's GSPO writes the ratio in GSPO-token form, sg[s_i] * pi / sg[pi] per token, then averages
+per response: the same value and, with one advantage per response, the same gradient.
 
 Conventions: logp_old is a fixed sample and the advantages are constants (neither gets a
 gradient); eps_high > eps_low leaves more room to raise unlikely tokens. The GSPO paper clips
