@@ -71,12 +71,12 @@ def move_batch(batch: dict, device) -> dict:
 
 def token_log_probs(model, batch: dict):
     """(B, L - 1) log-prob of each next token, and its (B, L - 1) response mask (float)."""
-    import torch
+    from gpu_labs.fast_logprobs import selective_log_probs
 
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, L, V)
     logits = logits[:, :-1].float()  # (B, L - 1, V): position t - 1 predicts token t
     targets = batch["input_ids"][:, 1:]  # (B, L - 1)
-    log_probs = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, L - 1)
+    log_probs = selective_log_probs(logits, targets)  # (B, L - 1), no (B, L - 1, V) log-softmax (katas: token_logprobs)
     mask = batch["response_mask"][:, 1:].to(log_probs.dtype)  # (B, L - 1)
     return log_probs * mask, mask
 
