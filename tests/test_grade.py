@@ -229,6 +229,36 @@ def test_the_summary_gives_pass_rates_distribution_misconceptions_and_a_last_lin
     assert gradesheet.score_histogram(sheet) == [9, 2, 0, 0, 3]
 
 
+@pytest.mark.slow
+def test_each_student_gets_the_report_kata_check_would_show_and_never_reference_code(graded):
+    _, out, sheet, _ = graded
+    feedback = out / "feedback"
+    bo = (feedback / "bo" / f"{SLUG}.txt").read_text(encoding="utf-8")
+    assert "Likely misconception" in bo and "eps" in bo and "Next: TODO 1 first." in bo
+    assert bo.splitlines()[-1] == f"{entry(sheet, 'bo')['passed']} passed, {entry(sheet, 'bo')['failed']} failed"
+    assert (feedback / "bo" / f"{SLUG}.md").read_text(encoding="utf-8").startswith(f"# {SLUG}: bo\n\n```text\n{bo}")
+    ian = (feedback / "ian" / f"{SLUG}.txt").read_text(encoding="utf-8")
+    assert ian.count("\n") == 1 and "did not finish within" in ian  # hung: one line
+    assert (feedback / "gus" / f"{SLUG}.txt").read_text(
+        encoding="utf-8"
+    ) == f"no {SLUG}.py in your folder: nothing was graded\n"
+    region = KATA.solution().split("# TODO 1")[1].split("# END TODO 1")[0]
+    code = [line.strip() for line in region.splitlines()[1:] if line.strip() and not line.strip().startswith("#")]
+    texts = [path.read_text(encoding="utf-8") for path in feedback.rglob("*.txt")]
+    assert len(texts) == len(sheet["students"]) and code
+    assert not [line for line in code for text in texts if line in text]  # the reference's step, nowhere
+    reports = [text for text in texts if text.count("\n") > 1]  # the one-line ones say why in one line
+    assert reports and all(max(map(len, text.splitlines())) <= 80 for text in reports)
+
+
+def test_feedback_in_markdown_survives_backticks_in_the_report():
+    from grader.classroom.feedback import markdown
+
+    text = "your code printed:\n````\n"
+    block = markdown("ada", SLUG, text)
+    assert block.startswith(f"# {SLUG}: ada\n\n`````text\n") and block.endswith("\n`````\n")
+
+
 # -- resuming -----------------------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from grader.report.console import console, errors
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("grades"),
     show_default=True,
-    help="Folder for grades.csv, grades.json, junit/ and the per-file results.",
+    help="Folder for grades.csv, grades.json, junit/, feedback/ and the per-file results.",
 )
 @timeout_option
 @click.option(
@@ -57,9 +57,10 @@ def grade(
     \b
     Each file is graded with the checks of `kata check`, in a scratch copy of its folder, with a
     time and a memory limit per check; results are saved as each file finishes, so a rerun grades
-    only what is new or changed. Writes OUT/grades.csv, OUT/grades.json and OUT/junit/STUDENT.xml.
+    only what is new or changed. Writes OUT/grades.csv, OUT/grades.json, OUT/junit/STUDENT.xml and
+    OUT/feedback/STUDENT/KATA.txt (and .md): the report each student would get from `kata check`.
     """
-    from grader.classroom import batch, gradesheet
+    from grader.classroom import batch, feedback, gradesheet
     from grader.classroom.names import display_name
 
     slugs = None
@@ -98,7 +99,8 @@ def grade(
         run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
     sheet = gradesheet.build_sheet(roster, run.records)
     gradesheet.write_sheet(sheet, out)
-    wrote = ", ".join(display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit"))
+    feedback.write_feedback(out, roster.students, roster.katas, run.records, pick_language(lang))
+    wrote = ", ".join(display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback"))
     console.print(f"graded {run.graded}, unchanged {run.reused}; wrote {wrote}", style="muted", markup=False)
     console.print(gradesheet.build_summary(sheet, pick_language(lang)))
     return 0

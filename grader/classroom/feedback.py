@@ -1,0 +1,87 @@
+"""Feedback to hand back: each student's report for each kata, as `kata check` would have shown it.
+
+    OUT/feedback/<student>/<slug>.txt   the report in plain text, 80 columns
+    OUT/feedback/<student>/<slug>.md    the same, in a Markdown code block under a title
+
+The report names the mistake, where it lies, the failing checks with their call, expected and got
+values, and the next step, in the language asked for; it never holds reference code. A file whose
+grading gave no checks (it crashed or hung while loading, was refused), one that ran out of time
+or crashed alike in every check, and one not handed in get one line saying so. <student> is the display name, cut and hashed if very long (names.file_name).
+"""
+
+import io
+from pathlib import Path
+
+from grader.classroom.names import file_name
+from grader.content import catalogue
+from grader.files import atomic_write
+from grader.report.results import GradeResult
+
+MISSING = {
+    "en": "no {slug}.py in your folder: nothing was graded",
+    "zh": "你的文件夹里没有 {slug}.py：没有可评分的内容",
+}
+NOT_GRADED = {"en": "{slug}.py could not be graded: {why}", "zh": "{slug}.py 无法评分：{why}"}
+EVERY_CHECK = {
+    "en": "{slug}.py failed every check the same way: {why}",
+    "zh": "{slug}.py 的每项检查都以同样方式失败：{why}",
+}
+
+
+def feedback_text(slug: str, record: dict | None, lang: str) -> str:
+    """The plain-text feedback on one student's file for kata `slug` (None: not handed in)."""
+    if record is None:
+        return MISSING.get(lang, MISSING["en"]).format(slug=slug) + "\n"
+    result = GradeResult.from_json(record["grade"])
+    if not result.checks:
+        why = " ".join((result.load_error or "no result").split())
+        return NOT_GRADED.get(lang, NOT_GRADED["en"]).format(slug=slug, why=why) + "\n"
+    if _stopped_alike(result):  # it hung or crashed in every check: one line says so
+        why = result.checks[0].message.strip().splitlines()[0]
+        return EVERY_CHECK.get(lang, EVERY_CHECK["en"]).format(slug=slug, why=why) + "\n"
+    from rich.console import Console
+
+    from grader.report.styles import THEME
+    from grader.report.terminal import build_report
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=80, theme=THEME, color_system=None, highlight=False)
+    console.print(build_report(result, catalogue.get_kata(slug), lang, f"{slug}.py"))
+    return buffer.getvalue()
+
+
+def _stopped_alike(result: GradeResult) -> bool:
+    """Every check ran out of time, or every one crashed with the same first line of message."""
+    statuses = {check.status for check in result.checks}
+    firsts = {(check.message.strip().splitlines() or [""])[0] for check in result.checks}
+    return statuses == {"timeout"} or (statuses == {"error"} and len(firsts) == 1)
+
+
+def markdown(student: str, slug: str, text: str) -> str:
+    """`text` in a fenced block longer than any run of backticks in it, under a title."""
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    return f"# {slug}: {student}\n\n{fence}text\n{text.rstrip()}\n{fence}\n"
+
+
+def _longest_backtick_run(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+def write_feedback(out: Path, students: list[str], katas: list[str], records: dict, lang: str) -> list[Path]:
+    """Write every student's feedback file for every kata; returns the paths written."""
+    written = []
+    for student in students:
+        folder = out / "feedback" / file_name(student)
+        for slug in katas:
+            text = feedback_text(slug, records.get((student, slug)), lang)
+            for path, content in (
+                (folder / f"{slug}.txt", text),
+                (folder / f"{slug}.md", markdown(student, slug, text)),
+            ):
+                atomic_write(path, content)
+                written.append(path)
+    return written
