@@ -98,6 +98,7 @@ def test_metadata_is_complete_in_both_languages(kata):
         assert todo.title["en"] and CJK.search(todo.title["zh"]), todo.number
         assert len(todo.hints["en"]) >= 2 and len(todo.hints["en"]) == len(todo.hints["zh"]), todo.number
         assert todo.guidance["en"] and len(todo.guidance["en"]) == len(todo.guidance["zh"]), todo.number
+        assert type(todo.points) is int and todo.points >= 0, todo.number
     for lang in ("en", "zh"):
         assert len(kata.lesson(lang).splitlines()) > 40
     assert CJK.search(kata.lesson("zh")) and not CJK.search(kata.lesson("en"))

@@ -18,12 +18,15 @@ import pytest
 from conftest import need_sandbox, processes_named
 
 from grader.classroom import batch, gradesheet
+from grader.content import catalogue
 from grader.content.catalogue import get_kata
+from grader.report.results import CheckResult, GradeResult, Location
 from grader.run import containment
 
 SLUG = "group_advantages"
 KATA = get_kata(SLUG)
 REFERENCE = KATA.solution()
+COLUMN = f"{SLUG} (of 2)"  # grades.csv's column: points of TODO 1 and the input contract
 TIMEOUT = 3.0
 MEMORY_MB = 256  # each bomb below asks for 1 GiB: over the limit, and harmless if the limit failed
 BOMB_NAME = "katabomb"  # what the fork bomb's processes call themselves (/proc/PID/comm)
@@ -189,7 +192,7 @@ def test_printing_or_writing_result_files_does_not_change_a_score(graded):
     _, out, sheet, _ = graded
     assert entry(sheet, "eve")["score"] == entry(sheet, "eli")["score"] < 1
     rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
-    assert rows["ada"][SLUG] == "1.0000" and rows["eve"][SLUG] == rows["eli"][SLUG]
+    assert rows["ada"][COLUMN] == "2" and rows["eve"][COLUMN] == rows["eli"][COLUMN]
     assert json.loads(batch.record_path(out, "ada", SLUG).read_text())["grade"]["score"] == 1.0
 
 
@@ -200,7 +203,7 @@ def test_wrong_names_empty_folders_and_stray_files_are_reported_not_graded(grade
     assert entry(sheet, "fay")["status"] == "missing" and entry(sheet, "gus")["status"] == "missing"
     assert sheet["ignored"] == ["README.txt"]
     rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
-    assert rows["gus"][SLUG] == "" and rows["gus"]["mean"] == "0.0000"
+    assert rows["gus"][COLUMN] == "" and rows["gus"]["mean"] == "0.0000"
     assert "named after no kata" in result.output
 
 
@@ -224,9 +227,9 @@ def test_the_summary_gives_pass_rates_distribution_misconceptions_and_a_last_lin
     assert "Per kata" in result.output and "Score distribution" in result.output
     assert "eps" in result.output.split("Most common misconceptions")[1]
     assert result.output.strip().splitlines()[-1] == "14 students, 12 files: 2 passed, 10 failed, 2 missing"
-    # ada, hal and bo (11 of 13 checks) on top; eli's and eve's zeros pass the 5 checks of mechanisms
-    # a constant answer keeps (zero group means, order and ids, dtype): 0.2 to 0.4
-    assert gradesheet.score_histogram(sheet) == [9, 2, 0, 0, 3]
+    # points (TODO 1 and the contract): ada and hal on top; bo's mistake in TODO 1 costs its point
+    # (1 of 2) though it passes 11 of 13 checks; eli's and eve's zeros fail TODO 1 and the contract
+    assert gradesheet.score_histogram(sheet) == [11, 0, 1, 0, 2]
 
 
 @pytest.mark.slow
@@ -385,3 +388,108 @@ def test_a_file_that_vanishes_while_the_folder_is_copied_is_left_out(tmp_path, m
     (folder / "grpo_loss.py").unlink()
     with pytest.raises(FileNotFoundError):
         batch.copy_folder(folder, tmp_path / "again", "grpo_loss.py")
+
+
+# -- points per TODO ----------------------------------------------------------------------------
+
+WEIGHTS = {"todo1": 2, "todo2": 1, "todo3": 1, "contract": 1}
+
+
+def result_of(failing=(), location=None, whole_fails=False) -> GradeResult:
+    """A file graded by a check per TODO, a whole-function check and the contract; `failing` names them."""
+    checks = [CheckResult(f"t{n}", "", n, "failed" if f"t{n}" in failing else "passed") for n in (1, 2, 3)]
+    checks.append(CheckResult("whole", "", None, "failed" if whole_fails else "passed", whole=True))
+    checks.append(CheckResult("contract", "", None, "failed" if "contract" in failing else "passed"))
+    return GradeResult(SLUG, "x.py", checks, location=location)
+
+
+@pytest.mark.parametrize(
+    ("result", "kept"),
+    [
+        (result_of(), WEIGHTS),
+        (result_of(["t2"], Location((2,), "transplant")), WEIGHTS | {"todo2": 0}),
+        (result_of(["t3"], Location((1, 3), "transplant"), True), WEIGHTS | {"todo1": 0, "todo3": 0}),
+        (result_of(["t1"], Location((1,), "tags")), WEIGHTS | {"todo1": 0}),
+        (result_of(["t1", "t3"], Location((), "outside_todos"), True), WEIGHTS | {"todo1": 0, "todo3": 0}),
+        (result_of(["contract"], Location((), "outside_todos")), WEIGHTS | {"contract": 0}),
+        (GradeResult(SLUG, "x.py", [], load_error="SyntaxError"), dict.fromkeys(WEIGHTS, 0)),
+    ],
+    ids=["passes", "located", "two-todos", "tags", "outside", "contract", "no-checks"],
+)
+def test_a_todo_loses_its_points_when_located_or_its_checks_fail(result, kept):
+    assert gradesheet.earned_points(result, WEIGHTS) == kept
+
+
+def sheet_of(results: dict, scoring="todos", points=None) -> dict:
+    roster = batch.Roster([SLUG], [*results, "zed"], [])
+    records = {(student, SLUG): {"grade": result.to_json()} for student, result in results.items()}
+    return gradesheet.build_sheet(roster, records, scoring, points)
+
+
+def test_the_sheet_gives_points_per_todo_and_the_csv_points_of_the_max():
+    wrong = result_of(["t1"], Location((1,), "transplant"))
+    results = {"ann": result_of(), "bob": wrong}
+    sheet = sheet_of(results)
+    assert sheet["scoring"] == "todos" and sheet["points"][SLUG] == {"todo1": 1, "contract": 1}
+    bob = entry(sheet, "bob")
+    assert (bob["points"], bob["max"], bob["score"], bob["scoring"]) == ({"todo1": 0, "contract": 1}, 2, 0.5, "todos")
+    rows = list(csv.reader(gradesheet.grades_csv(sheet).splitlines()))
+    assert rows == [
+        ["student", f"{SLUG} (of 2)", "mean"],
+        ["ann", "2", "1.0000"],
+        ["bob", "1", "0.5000"],
+        ["zed", "", "0.0000"],
+    ]
+    heavy = sheet_of(results, points={SLUG: {"todo1": 3}})
+    assert entry(heavy, "bob")["points"] == {"todo1": 0, "contract": 1} and entry(heavy, "bob")["max"] == 4
+    assert list(csv.reader(gradesheet.grades_csv(heavy).splitlines()))[2] == ["bob", "1", "0.2500"]
+    checks = list(csv.reader(gradesheet.grades_csv(sheet_of(results, "checks")).splitlines()))
+    assert checks[:3] == [["student", SLUG, "mean"], ["ann", "1.0000", "1.0000"], ["bob", "0.8000", "0.8000"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[group_advantage]\ntodo1 = 2\n", "'group_advantage' names no kata"),
+        (f"[{SLUG}]\ntodo2 = 2\n", f"{SLUG} has no 'todo2'; it has todo1, contract"),
+        (f"[{SLUG}]\ntodo1 = -1\n", "must be a whole number >= 0"),
+        (f"[{SLUG}]\ntodo1 = 1.5\n", "must be a whole number >= 0"),
+        (f"{SLUG} = 3\n", "must be a table"),
+        ("[x\n", "--points"),
+    ],
+)
+def test_a_bad_points_file_is_one_line_and_status_2(tmp_path, kata_main, text, words):
+    (tmp_path / "points.toml").write_text(text)
+    status, _, err = kata_main("grade", tmp_path, "--points", tmp_path / "points.toml")
+    assert status == 2
+    assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_todos_points_are_not_part_of_the_kata_digest():
+    toml = b'[[todo]]\nnumber = 1\npoints = 3\ntitle = {en = "x"}\n'
+    assert catalogue.POINTS_LINE.sub(b"", toml) == b'[[todo]]\nnumber = 1\ntitle = {en = "x"}\n'
+
+
+@pytest.mark.slow
+def test_a_rerun_with_other_points_or_scoring_grades_nothing_and_rescores(tmp_path, kata_main):
+    need_sandbox()
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    small_class(submissions)
+    (submissions / "b" / f"{SLUG}.py").write_text(KATA.variant("sample_std"))
+    (tmp_path / "points.toml").write_text(f"[{SLUG}]\ntodo1 = 3\n")
+
+    def run(*options):
+        result = kata_main("grade", submissions, "--out", out, "--timeout", TIMEOUT, *options)
+        return result.out, list(csv.reader((out / "grades.csv").read_text().splitlines()))
+
+    output, rows = run()
+    assert "graded 3, unchanged 0" in output and rows[1:] == [
+        ["a", "2", "1.0000"],
+        ["b", "1", "0.5000"],
+        ["c", "0", "0.0000"],
+    ]
+    output, rows = run("--points", tmp_path / "points.toml")
+    assert "graded 0, unchanged 3" in output and rows[0][1] == f"{SLUG} (of 4)" and rows[2] == ["b", "1", "0.2500"]
+    output, rows = run("--scoring", "checks")
+    stored = json.loads(batch.record_path(out, "b", SLUG).read_text())["grade"]["score"]  # 2 of 13 checks
+    assert "graded 0, unchanged 3" in output and rows[0][1] == SLUG and rows[2][1] == f"{stored:.4f}" != "0.5000"

@@ -29,23 +29,101 @@ BAR_WIDTH = 30
 _XML_UNSAFE = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def build_sheet(roster, records: dict[tuple[str, str], dict]) -> dict:
-    """{katas, students: {student: {slug: entry}}, strays, ignored}: every check of every file."""
+SCORINGS = ("todos", "checks")  # `kata grade --scoring`: points per TODO (default), or the checks' pass rate
+
+
+def kata_points(slug: str, overrides: dict | None = None) -> dict[str, int]:
+    """{"todo1": w1, ..., "contract": 1}: what each TODO (kata.toml's `points`) and the input
+    contract are worth; `overrides` ({key: points}, from --points) replaces some of them."""
+    weights = {f"todo{todo.number}": todo.points for todo in get_kata(slug).todos} | {"contract": 1}
+    return weights | (overrides or {})
+
+
+def check_points(overrides: dict) -> dict[str, dict[str, int]]:
+    """`overrides` ({slug: {key: points}}, a --points file) as it is, or PointsError naming what is wrong."""
+    for slug, table in overrides.items():
+        try:
+            keys = kata_points(slug)
+        except LookupError:
+            raise PointsError(f"{slug!r} names no kata") from None
+        if not isinstance(table, dict):
+            raise PointsError(f"[{slug}] must be a table of todoN = points")
+        for key, value in table.items():
+            if key not in keys:
+                raise PointsError(f"{slug} has no {key!r}; it has {', '.join(keys)}")
+            if type(value) is not int or value < 0:
+                raise PointsError(f"{slug}.{key} must be a whole number >= 0, not {value!r}")
+    return overrides
+
+
+class PointsError(ValueError):
+    """A --points file that names an unknown kata or key, or gives a bad number (said in one line)."""
+
+
+def earned_points(result: GradeResult, weights: dict[str, int]) -> dict[str, int]:
+    """The points of `weights` the file keeps: TODO N's unless its fault location names it or one of
+    its own checks fails; the contract's unless an input-contract check (no todo, not whole) fails.
+
+    Whole-function checks carry no points of their own. A file with no checks keeps nothing.
+    """
+    if not result.checks:
+        return dict.fromkeys(weights, 0)
+    lost = {f"todo{number}" for number in result.failing_todos}
+    if result.location is not None:
+        lost |= {f"todo{number}" for number in result.location.todos}
+    contract = [check for check in result.checks if check.todo is None and not check.whole]
+    if any(check.status != "passed" for check in contract):
+        lost.add("contract")
+    return {key: 0 if key in lost else value for key, value in weights.items()}
+
+
+def build_sheet(
+    roster, records: dict[tuple[str, str], dict], scoring: str = "todos", points: dict | None = None
+) -> dict:
+    """{katas, scoring, points, students: {student: {slug: entry}}, strays, ignored}: every check of every file.
+
+    An entry's "points" is earned_points ({key: points}), "max" their sum at full marks; its
+    "score" is points / max with scoring "todos", the fraction of checks passed with "checks".
+    `points`: the --points overrides, {slug: {key: points}}.
+    """
+    weights = {slug: kata_points(slug, (points or {}).get(slug)) for slug in roster.katas}
     students = {}
     for student in roster.students:
         row = {}
         for slug in roster.katas:
             record = records.get((student, slug))
-            row[slug] = _entry(record) if record else {"status": "missing", "score": 0.0, "checks": []}
+            row[slug] = _entry(record, weights[slug], scoring) if record else _missing(weights[slug])
         students[student] = row
-    return {"katas": roster.katas, "students": students, "strays": roster.strays, "ignored": roster.ignored}
+    return {
+        "katas": roster.katas,
+        "scoring": scoring,
+        "points": weights,
+        "students": students,
+        "strays": roster.strays,
+        "ignored": roster.ignored,
+    }
 
 
-def _entry(record: dict) -> dict:
+def _missing(weights: dict[str, int]) -> dict:
+    return {
+        "status": "missing",
+        "score": 0.0,
+        "points": dict.fromkeys(weights, 0),
+        "max": sum(weights.values()),
+        "checks": [],
+    }
+
+
+def _entry(record: dict, weights: dict[str, int], scoring: str) -> dict:
     result = GradeResult.from_json(record["grade"])
+    earned, top = earned_points(result, weights), sum(weights.values())
+    fraction = round(sum(earned.values()) / top, 4) if top else 0.0
     return {
         "status": "graded",
-        "score": result.score,
+        "score": fraction if scoring == "todos" else result.score,
+        "points": earned,
+        "max": top,
+        "scoring": scoring,
         "passed": result.passed,
         "failed": result.failed,
         "diagnosis": result.diagnosis,
@@ -90,14 +168,26 @@ def write_sheet(sheet: dict, out: Path) -> list[Path]:
 
 
 def grades_csv(sheet: dict) -> str:
-    """One row per student, one column per kata (the score, 0 to 1; empty when missing), and the mean."""
+    """One row per student, one column per kata (empty when missing), and the mean.
+
+    Scoring "todos": the column is headed `SLUG (of MAX)` and holds the points earned; the mean is
+    the mean of points / max over the katas. Scoring "checks": the fraction of checks passed.
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", *sheet["katas"], "mean"])
+    by_points = sheet.get("scoring", "checks") == "todos"
+    headers = [f"{slug} (of {sum(sheet['points'][slug].values())})" if by_points else slug for slug in sheet["katas"]]
+    writer.writerow(["student", *headers, "mean"])
     for student, row in sheet["students"].items():
-        cells = ["" if row[slug]["status"] == "missing" else f"{row[slug]['score']:.4f}" for slug in sheet["katas"]]
+        cells = [
+            "" if row[slug]["status"] == "missing" else _score_cell(row[slug], by_points) for slug in sheet["katas"]
+        ]
         writer.writerow([_cell(student), *cells, f"{student_mean(row):.4f}"])
     return buffer.getvalue()
+
+
+def _score_cell(entry: dict, by_points: bool) -> str:
+    return str(sum(entry["points"].values())) if by_points else f"{entry['score']:.4f}"
 
 
 def _cell(text: str) -> str:

@@ -33,6 +33,19 @@ from grader.report.console import console, errors
     show_default=True,
     help="Memory each check may add, in MB.",
 )
+@click.option(
+    "--scoring",
+    type=click.Choice(["todos", "checks"]),
+    default="todos",
+    show_default=True,
+    help="todos: each TODO's points (kata.toml), lost to a mistake in it; checks: the fraction of checks passed.",
+)
+@click.option(
+    "--points",
+    "points_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A TOML file of [SLUG] tables (todo1 = 2, ..., contract = 1) overriding the katas' points.",
+)
 @click.option("--force", is_flag=True, help="Grade every file again, even those graded before and unchanged.")
 @click.option(
     "--no-sandbox",
@@ -48,6 +61,8 @@ def grade(
     out: Path,
     timeout: float,
     memory: int,
+    scoring: str,
+    points_file: Path | None,
     force: bool,
     no_sandbox: bool,
     lang: str | None,
@@ -59,6 +74,7 @@ def grade(
     time and a memory limit per check; results are saved as each file finishes, so a rerun grades
     only what is new or changed. Writes OUT/grades.csv, OUT/grades.json, OUT/junit/STUDENT.xml and
     OUT/feedback/STUDENT/KATA.txt (and .md): the report each student would get from `kata check`.
+    Scores (--scoring, --points) come from the saved results: changing them grades nothing again.
     """
     from grader.classroom import batch, feedback, gradesheet
     from grader.classroom.names import display_name
@@ -73,6 +89,7 @@ def grade(
                 catalogue.get_kata(name)
             except catalogue.UnknownKata as error:
                 raise click.BadParameter(str(error), param_hint="--katas") from None
+    points = _read_points(points_file) if points_file else None
     from grader.run import sandbox
 
     why = None if no_sandbox else sandbox.problem()
@@ -97,10 +114,24 @@ def grade(
         console.print("grading without the sandbox (--no-sandbox): the files' code runs as you", style="warning")
     with progress_bar(console.rich(), "grading", len(roster.jobs), remaining=True) as advance:
         run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
-    sheet = gradesheet.build_sheet(roster, run.records)
+    sheet = gradesheet.build_sheet(roster, run.records, scoring, points)
     gradesheet.write_sheet(sheet, out)
     feedback.write_feedback(out, roster.students, roster.katas, run.records, pick_language(lang))
     wrote = ", ".join(display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback"))
     console.print(f"graded {run.graded}, unchanged {run.reused}; wrote {wrote}", style="muted", markup=False)
     console.print(gradesheet.build_summary(sheet, pick_language(lang)))
     return 0
+
+
+def _read_points(path: Path) -> dict:
+    """The --points file: {slug: {key: points}}, checked against the katas (one-line error, status 2)."""
+    import tomllib
+
+    from grader.classroom import gradesheet
+
+    try:
+        with path.open("rb") as handle:
+            return gradesheet.check_points(tomllib.load(handle))
+    except (OSError, tomllib.TOMLDecodeError, gradesheet.PointsError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise click.BadParameter(message, param_hint="--points") from None

@@ -2,7 +2,7 @@
 
 Per kata folder:
 - kata.toml: title (en/zh), order, difficulty, prerequisites, functions, source, and one [[todo]]
-  per TODO number of its reference (title, guidance and hints, each en/zh);
+  per TODO number of its reference (title, guidance and hints, each en/zh; points, default 1);
 - lesson.en.md, lesson.zh.md: the lesson;
 - misconceptions.toml: [[misconception]] entries, each a textual edit of the reference;
 - checks.py: the graded checks (pytest tests).
@@ -12,6 +12,7 @@ Reading the catalogue never imports torch.
 """
 
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -22,6 +23,7 @@ from grader.content import render
 
 KATAS_DIR = Path(__file__).resolve().parents[2] / "katas"
 DIFFICULTIES = ("easy", "medium", "hard")
+POINTS_LINE = re.compile(rb"(?m)^[ \t]*points[ \t]*=.*\n?")  # a [[todo]]'s points, in kata.toml
 
 
 class UnknownKata(LookupError):
@@ -38,6 +40,7 @@ class Todo(NamedTuple):
     title: dict[str, str]
     guidance: dict[str, list[str]]
     hints: dict[str, list[str]]
+    points: int = 1  # what the TODO is worth in `kata grade --scoring todos`
 
 
 class Misconception(NamedTuple):
@@ -84,12 +87,14 @@ class Kata:
     @cached_property
     def digest(self) -> str:
         """A digest of what grading against this kata depends on: its rendered reference and the
-        checks, metadata and misconceptions of it and of the katas it includes."""
+        checks, metadata and misconceptions of it and of the katas it includes. A TODO's `points`
+        are left out: `kata grade` scores stored results with them and never grades again for them."""
         hasher = hashlib.sha256(self.solution().encode())
         for kata in (*self.includes, self):
             for name in ("checks.py", "kata.toml", "misconceptions.toml"):
                 path = kata.folder / name
-                hasher.update(path.read_bytes() if path.exists() else b"")
+                text = path.read_bytes() if path.exists() else b""
+                hasher.update(POINTS_LINE.sub(b"", text) if name == "kata.toml" else text)
         return hasher.hexdigest()[:16]
 
     @property
@@ -146,7 +151,7 @@ def _load_kata(folder: Path) -> Kata:
     meta = _read_toml(folder / "kata.toml")
     slug = folder.name
     todos = [
-        Todo(item["number"], item["title"], item.get("guidance", {"en": []}), item["hints"])
+        Todo(item["number"], item["title"], item.get("guidance", {"en": []}), item["hints"], item.get("points", 1))
         for item in meta.get("todo", [])
     ]
     return Kata(
