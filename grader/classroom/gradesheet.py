@@ -3,6 +3,8 @@ summarised as rich renderables (per-kata pass rate, score distribution, common m
 
 `build_sheet` is plain data (what grades.json holds); the writers and the summary read only it.
 A kata a student did not hand in is "missing": an empty cell in the CSV, 0 in the student's mean.
+A file's score is the points it keeps (earned_points: per TODO, kata.toml's `points` or --points,
+and one for the input contract) over the maximum; with scoring "checks", the fraction of checks passed.
 Students, strays and ignored entries are display names (grader.classroom.names.display_name), here as in
 every file: the CSV quotes one a spreadsheet would run (_cell); the XML escapes what it must.
 """
@@ -29,14 +31,15 @@ BAR_WIDTH = 30
 _XML_UNSAFE = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-SCORINGS = ("todos", "checks")  # `kata grade --scoring`: points per TODO (default), or the checks' pass rate
-
-
 def kata_points(slug: str, overrides: dict | None = None) -> dict[str, int]:
     """{"todo1": w1, ..., "contract": 1}: what each TODO (kata.toml's `points`) and the input
     contract are worth; `overrides` ({key: points}, from --points) replaces some of them."""
     weights = {f"todo{todo.number}": todo.points for todo in get_kata(slug).todos} | {"contract": 1}
     return weights | (overrides or {})
+
+
+class PointsError(ValueError):
+    """A --points file that names an unknown kata or key, or gives a bad number (said in one line)."""
 
 
 def check_points(overrides: dict) -> dict[str, dict[str, int]]:
@@ -54,10 +57,6 @@ def check_points(overrides: dict) -> dict[str, dict[str, int]]:
             if type(value) is not int or value < 0:
                 raise PointsError(f"{slug}.{key} must be a whole number >= 0, not {value!r}")
     return overrides
-
-
-class PointsError(ValueError):
-    """A --points file that names an unknown kata or key, or gives a bad number (said in one line)."""
 
 
 def earned_points(result: GradeResult, weights: dict[str, int]) -> dict[str, int]:
