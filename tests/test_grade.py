@@ -465,9 +465,13 @@ def test_a_bad_points_file_is_one_line_and_status_2(tmp_path, kata_main, text, w
     assert words in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_todos_points_are_not_part_of_the_kata_digest():
-    toml = b'[[todo]]\nnumber = 1\npoints = 3\ntitle = {en = "x"}\n'
-    assert catalogue.POINTS_LINE.sub(b"", toml) == b'[[todo]]\nnumber = 1\ntitle = {en = "x"}\n'
+def test_kata_toml_gives_a_todos_points_default_one_and_not_in_the_kata_digest(tmp_path):
+    todo = '[[todo]]\nnumber = {}\ntitle = {{en = "x"}}\nhints = {{en = []}}\n'
+    head = 'order = 1\ndifficulty = "easy"\nfunctions = ["f"]\ntitle = {en = "x"}\n'
+    toml = head + todo.format(1) + "points = 3\n" + todo.format(2)
+    (tmp_path / "kata.toml").write_text(toml)
+    assert [todo.points for todo in catalogue._load_kata(tmp_path).own_todos] == [3, 1]
+    assert catalogue.POINTS_LINE.sub(b"", toml.encode()) == (head + todo.format(1) + todo.format(2)).encode()
 
 
 @pytest.mark.slow
