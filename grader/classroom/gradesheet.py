@@ -136,6 +136,7 @@ def _entry(record: dict, weights: dict[str, int], scoring: str) -> dict:
                 "status": c.status,
                 "message": c.message,
                 "misconception": c.misconception,
+                "todo": c.todo,
             }
             for c in result.checks
         ],

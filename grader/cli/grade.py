@@ -76,7 +76,7 @@ def grade(
     OUT/feedback/STUDENT/KATA.txt (and .md): the report each student would get from `kata check`.
     Scores (--scoring, --points) come from the saved results: changing them grades nothing again.
     """
-    from grader.classroom import batch, feedback, gradesheet
+    from grader.classroom import batch, feedback, gradesheet, report_html
     from grader.classroom.names import display_name
 
     slugs = None
@@ -116,6 +116,7 @@ def grade(
         run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
     sheet = gradesheet.build_sheet(roster, run.records, scoring, points)
     gradesheet.write_sheet(sheet, out)
+    report_html.write_report(sheet, out, pick_language(lang))
     feedback.write_feedback(out, roster.students, roster.katas, run.records, pick_language(lang))
     wrote = ", ".join(display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback"))
     console.print(f"graded {run.graded}, unchanged {run.reused}; wrote {wrote}", style="muted", markup=False)

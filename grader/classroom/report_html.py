@@ -1,0 +1,193 @@
+"""OUT/report.html: a class's grades as one self-contained page (inline CSS and SVG, no script).
+
+    summary      students x katas: each score, passed/total checks, the student's mean
+    histogram    students' mean scores in HISTOGRAM_BINS bins of [0, 1], as SVG bars
+    per TODO     pass rate of each kata's TODO: graded files whose every check of that TODO
+                 passed / graded files with a check of it
+    misconceptions  files each diagnosis explains, with the catalogue's title, as SVG bars
+    feedback     per student, links to feedback/<file_name(student)>/<slug>.txt
+
+`report_html(sheet)` reads only the sheet (grades.json); every name and text in it is escaped.
+Numbers carry data attributes (data-score, data-students, data-pass-rate, data-files) for tests.
+"""
+
+import html
+from collections import Counter
+from pathlib import Path
+from urllib.parse import quote
+
+from grader.classroom.gradesheet import HISTOGRAM_BINS, score_histogram, student_mean
+from grader.classroom.names import file_name
+from grader.content.catalogue import get_kata, localized
+
+BAR_PX = 300  # the longest bar, in pixels
+ROW_PX = 22
+
+CSS = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin-bottom: 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.missing { color: #999; }
+svg text { font-size: 12px; font-family: sans-serif; }
+"""
+
+
+def e(value) -> str:
+    """`value` as text HTML can hold, quotes escaped too (for attributes)."""
+    return html.escape(str(value), quote=True)
+
+
+def report_html(sheet: dict, lang: str = "en") -> str:
+    """The whole page as a string."""
+    parts = [
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f"<title>Class report</title><style>{CSS}</style></head><body>",
+        "<h1>Class report</h1>",
+        _summary(sheet),
+        _histogram(sheet),
+        _todo_rates(sheet),
+        _misconceptions(sheet, lang),
+        _feedback_links(sheet),
+        "</body></html>\n",
+    ]
+    return "\n".join(parts)
+
+
+def write_report(sheet: dict, out: Path, lang: str = "en") -> Path:
+    """Write OUT/report.html atomically; returns its path."""
+    from grader.files import atomic_write
+
+    path = out / "report.html"
+    atomic_write(path, report_html(sheet, lang))
+    return path
+
+
+def _summary(sheet: dict) -> str:
+    head = "".join(f"<th>{e(slug)}</th>" for slug in sheet["katas"])
+    rows = []
+    for student, row in sheet["students"].items():
+        cells = []
+        for slug in sheet["katas"]:
+            entry = row[slug]
+            if entry["status"] == "missing":
+                cells.append('<td class="missing" data-score="0.0000">missing</td>')
+                continue
+            total = entry["passed"] + entry["failed"]
+            cells.append(
+                f'<td data-score="{entry["score"]:.4f}" data-passed="{entry["passed"]}" data-checks="{total}">'
+                f"{entry['score']:.2f} ({entry['passed']}/{total})</td>"
+            )
+        mean = student_mean(row)
+        rows.append(f'<tr><td>{e(student)}</td>{"".join(cells)}<td data-mean="{mean:.4f}">{mean:.2f}</td></tr>')
+    return (
+        "<h2>Scores</h2><p>score (checks passed / checks)</p>"
+        f"<table><tr><th>student</th>{head}<th>mean</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _bars(rows: list[tuple[str, float, str, str]], top: float, label_px: int = 120) -> str:
+    """An SVG bar chart: one (label, value, value text, data attributes) per row, longest = top."""
+    width = label_px + BAR_PX + 120
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{ROW_PX * len(rows) + 4}">']
+    for index, (label, value, shown, data) in enumerate(rows):
+        y = index * ROW_PX + 2
+        length = round(BAR_PX * value / top) if top else 0
+        out.append(
+            f'<g {data}><text x="0" y="{y + 15}">{e(label)}</text>'
+            f'<rect x="{label_px}" y="{y}" width="{length}" height="{ROW_PX - 6}" fill="#4a7"/>'
+            f'<text x="{label_px + 5 + length}" y="{y + 15}">{e(shown)}</text></g>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _histogram(sheet: dict) -> str:
+    counts = score_histogram(sheet)
+    rows = []
+    for index, count in enumerate(counts):
+        low, high = index * 100 // HISTOGRAM_BINS, (index + 1) * 100 // HISTOGRAM_BINS
+        rows.append((f"{low}–{high}%", count, str(count), f'data-bin="{index}" data-students="{count}"'))
+    return "<h2>Score distribution (students' mean score)</h2>" + _bars(rows, max(counts))
+
+
+def todo_pass_rates(sheet: dict) -> dict[str, dict[int, tuple[int, int]]]:
+    """{slug: {todo: (files whose every check of the TODO passed, graded files with a check of it)}}."""
+    rates: dict[str, dict[int, tuple[int, int]]] = {}
+    for slug in sheet["katas"]:
+        passed, files = Counter(), Counter()
+        for row in sheet["students"].values():
+            by_todo: dict[int, bool] = {}
+            for check in row[slug]["checks"]:
+                if check.get("todo") is not None:
+                    by_todo[check["todo"]] = by_todo.get(check["todo"], True) and check["status"] == "passed"
+            for todo, ok in by_todo.items():
+                files[todo] += 1
+                passed[todo] += ok
+        rates[slug] = {todo: (passed[todo], files[todo]) for todo in sorted(files)}
+    return rates
+
+
+def _todo_rates(sheet: dict) -> str:
+    parts = ["<h2>Pass rate per TODO</h2>"]
+    for slug, todos in todo_pass_rates(sheet).items():
+        rows = [
+            (
+                f"TODO {todo}",
+                ok / files,
+                f"{ok / files:.0%} ({ok}/{files})",
+                f'data-kata="{e(slug)}" data-todo="{todo}" data-pass-rate="{ok / files:.4f}" data-files="{files}"',
+            )
+            for todo, (ok, files) in todos.items()
+        ]
+        if rows:
+            parts.append(f"<h3>{e(slug)}</h3>" + _bars(rows, 1.0))
+    return "".join(parts)
+
+
+def misconception_counts(sheet: dict) -> list[tuple[str, str, int]]:
+    """(kata, misconception id, files it is the diagnosis of), commonest first."""
+    counts = Counter(
+        (slug, entry["diagnosis"])
+        for row in sheet["students"].values()
+        for slug, entry in row.items()
+        if entry.get("diagnosis")
+    )
+    return [(slug, item, count) for (slug, item), count in counts.most_common()]
+
+
+def _title(slug: str, item: str, lang: str) -> str:
+    """The misconception's title from the catalogue; its id if the catalogue does not know it."""
+    try:
+        return localized(get_kata(slug).misconception(item).title, lang)
+    except (KeyError, LookupError):
+        return item
+
+
+def _misconceptions(sheet: dict, lang: str) -> str:
+    common = misconception_counts(sheet)
+    if not common:
+        return "<h2>Misconceptions</h2><p>none diagnosed</p>"
+    rows = [
+        (
+            f"{slug}: {_title(slug, item, lang)}",
+            count,
+            str(count),
+            f'data-kata="{e(slug)}" data-misconception="{e(item)}" data-files="{count}"',
+        )
+        for slug, item, count in common
+    ]
+    return "<h2>Misconceptions (files diagnosed)</h2>" + _bars(rows, common[0][2], label_px=420)
+
+
+def feedback_href(student: str, slug: str) -> str:
+    """The relative, URL-quoted link to a student's feedback file."""
+    return quote(f"feedback/{file_name(student)}/{slug}.txt")
+
+
+def _feedback_links(sheet: dict) -> str:
+    rows = []
+    for student, row in sheet["students"].items():
+        links = " ".join(f'<a href="{e(feedback_href(student, slug))}">{e(slug)}</a>' for slug in row)
+        rows.append(f"<tr><td>{e(student)}</td><td>{links}</td></tr>")
+    return f"<h2>Feedback</h2><table><tr><th>student</th><th>feedback</th></tr>{''.join(rows)}</table>"
