@@ -233,6 +233,17 @@ def test_the_summary_gives_pass_rates_distribution_misconceptions_and_a_last_lin
 
 
 @pytest.mark.slow
+def test_the_class_report_page_holds_the_sheets_scores(graded):
+    from test_report_html import Page
+
+    _, out, sheet, _ = graded
+    page = Page((out / "report.html").read_text(encoding="utf-8"))
+    scores = [entry["score"] for row in sheet["students"].values() for entry in row.values()]
+    assert [float(value) for value in page.values("data-score")] == scores  # both rounded to 4 places
+    assert sum(map(int, page.values("data-students"))) == len(sheet["students"]) == 14
+
+
+@pytest.mark.slow
 def test_each_student_gets_the_report_kata_check_would_show_and_never_reference_code(graded):
     _, out, sheet, _ = graded
     feedback = out / "feedback"
