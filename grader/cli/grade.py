@@ -73,7 +73,8 @@ def grade(
     Each file is graded with the checks of `kata check`, in a scratch copy of its folder, with a
     time and a memory limit per check; results are saved as each file finishes, so a rerun grades
     only what is new or changed. Writes OUT/grades.csv, OUT/grades.json, OUT/junit/STUDENT.xml and
-    OUT/feedback/STUDENT/KATA.txt (and .md): the report each student would get from `kata check`.
+    OUT/feedback/STUDENT/KATA.txt (and .md): the report each student would get from `kata check`,
+    and OUT/report.html, the class at a glance.
     Scores (--scoring, --points) come from the saved results: changing them grades nothing again.
     """
     from grader.classroom import batch, feedback, gradesheet, report_html
@@ -118,7 +119,9 @@ def grade(
     gradesheet.write_sheet(sheet, out)
     report_html.write_report(sheet, out, pick_language(lang))
     feedback.write_feedback(out, roster.students, roster.katas, run.records, pick_language(lang))
-    wrote = ", ".join(display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback"))
+    wrote = ", ".join(
+        display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback", "report.html")
+    )
     console.print(f"graded {run.graded}, unchanged {run.reused}; wrote {wrote}", style="muted", markup=False)
     console.print(gradesheet.build_summary(sheet, pick_language(lang)))
     return 0
