@@ -4,7 +4,7 @@ Exit status: 0 success; 1 checks failed or the action was refused; 2 usage error
 `list`, `start`, `hint`, `show`, `solution`, `reset` and `drill` (but for its --check) never import torch.
 
 - learner: `kata list`, `start`, `check`, `hint`, `solution`, `reset`, `show`, `quiz`, `watch`;
-- drill: `kata drill`; grade: `kata grade`; `kata lab` is gpu_labs.cli's;
+- drill: `kata drill`; grade: `kata grade`; gradescope: `kata gradescope`; `kata lab` is gpu_labs.cli's;
 - options: the SLUG argument and the options the commands share;
 - listing, watch: what `kata list` shows and the loop of `kata watch`;
 - workspace: the learner's state (kata files, progress, backups).
@@ -14,7 +14,7 @@ The consoles they print through are grader.report.console's.
 import click
 
 from gpu_labs.cli import lab
-from grader.cli import drill, grade, learner
+from grader.cli import drill, grade, gradescope, learner
 from grader.cli.options import LANG_HELP, LANGUAGES
 from grader.report.console import errors
 
@@ -45,6 +45,7 @@ for command in (
     learner.watch,
     drill.drill,
     grade.grade,
+    gradescope.gradescope,
     lab,  # `kata lab ...` (gpu_labs/cli.py)
 ):
     cli.add_command(command)

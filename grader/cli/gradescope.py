@@ -1,0 +1,54 @@
+"""`kata gradescope`: build a Gradescope autograder zip (the work: grader.classroom.gradescope)."""
+
+from pathlib import Path
+
+import click
+
+from grader.content import catalogue
+from grader.report.console import console
+
+
+@click.command()
+@click.argument("slugs", nargs=-1, required=True)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("autograder.zip"),
+    show_default=True,
+    help="The zip to write.",
+)
+@click.option(
+    "--scoring",
+    type=click.Choice(["todos", "checks"]),
+    default="todos",
+    show_default=True,
+    help="todos: one test per TODO (its points) and the input contract; checks: one test per check.",
+)
+@click.option(
+    "--visibility",
+    type=click.Choice(["visible", "after_due_date", "after_published", "hidden"]),
+    default="visible",
+    show_default=True,
+    help="When students see the tests' results.",
+)
+def gradescope(slugs: tuple[str, ...], out: Path, scoring: str, visibility: str) -> int:
+    """Build a Gradescope autograder for SLUG...: students upload SLUG.py files.
+
+    \b
+    The zip holds this project's source, setup.sh (Python >= 3.11, CPU torch, this package),
+    run_autograder (grades the submission with the checks of `kata check`, in the sandbox where
+    bwrap works, and writes results.json) and gradescope.json (the katas and options).
+    """
+    from grader.classroom import gradescope as build
+
+    for slug in slugs:
+        try:
+            catalogue.get_kata(slug)
+        except catalogue.UnknownKata as error:
+            raise click.BadParameter(str(error), param_hint="SLUG") from None
+    try:
+        names = build.build_zip(list(dict.fromkeys(slugs)), out, scoring, visibility)
+    except build.GradescopeError as error:
+        raise click.UsageError(str(error)) from None
+    console.print(f"wrote {out} ({len(names)} files): upload it as the autograder", markup=False)
+    return 0
