@@ -35,9 +35,10 @@ def gradescope(slugs: tuple[str, ...], out: Path, scoring: str, visibility: str)
     """Build a Gradescope autograder for SLUG...: students upload SLUG.py files.
 
     \b
-    The zip holds this project's source, setup.sh (Python >= 3.11, CPU torch, this package),
-    run_autograder (grades the submission with the checks of `kata check`, in the sandbox where
-    bwrap works, and writes results.json) and gradescope.json (the katas and options).
+    The zip holds this project's source, setup.sh (Python >= 3.11, CPU
+    torch, this package), run_autograder (grades the submission with the
+    checks of `kata check`, in the sandbox where bwrap works, and writes
+    results.json) and gradescope.json (the katas and options).
     """
     from grader.classroom import gradescope as build
 
