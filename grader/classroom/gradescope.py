@@ -22,9 +22,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from grader.report.results import SCORINGS
+
 ROOT_VARIABLE = "KATA_AUTOGRADER_ROOT"
 CONFIG = "gradescope.json"
-SCORINGS = ("todos", "checks")
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 TORCH = "torch==2.13.0"
 STUDENT = "submission"

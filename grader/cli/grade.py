@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from grader import DEFAULT_MEMORY_MB
-from grader.cli.options import lang_option, timeout_option
+from grader.cli.options import lang_option, scoring_option, timeout_option
 from grader.content import catalogue
 from grader.content.i18n import pick_language
 from grader.report.console import console, errors
@@ -33,12 +33,8 @@ from grader.report.console import console, errors
     show_default=True,
     help="Memory each check may add, in MB.",
 )
-@click.option(
-    "--scoring",
-    type=click.Choice(["todos", "checks"]),
-    default="todos",
-    show_default=True,
-    help="todos: each TODO's points (kata.toml), lost to a mistake in it; checks: the fraction of checks passed.",
+@scoring_option(
+    "todos: each TODO's points (kata.toml), lost to a mistake in it; checks: the fraction of checks passed."
 )
 @click.option(
     "--points",

@@ -4,12 +4,13 @@ from pathlib import Path
 
 import click
 
+from grader.cli.options import SLUG, scoring_option
 from grader.content import catalogue
 from grader.report.console import console
 
 
 @click.command()
-@click.argument("slugs", nargs=-1, required=True)
+@click.argument("katas", nargs=-1, required=True, type=SLUG)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -17,13 +18,7 @@ from grader.report.console import console
     show_default=True,
     help="The zip to write.",
 )
-@click.option(
-    "--scoring",
-    type=click.Choice(["todos", "checks"]),
-    default="todos",
-    show_default=True,
-    help="todos: one test per TODO (its points) and the input contract; checks: one test per check.",
-)
+@scoring_option("todos: one test per TODO (its points) and the input contract; checks: one test per check.")
 @click.option(
     "--visibility",
     type=click.Choice(["visible", "after_due_date", "after_published", "hidden"]),
@@ -31,7 +26,7 @@ from grader.report.console import console
     show_default=True,
     help="When students see the tests' results.",
 )
-def gradescope(slugs: tuple[str, ...], out: Path, scoring: str, visibility: str) -> int:
+def gradescope(katas: tuple[catalogue.Kata, ...], out: Path, scoring: str, visibility: str) -> int:
     """Build a Gradescope autograder for SLUG...: students upload SLUG.py files.
 
     \b
@@ -42,13 +37,8 @@ def gradescope(slugs: tuple[str, ...], out: Path, scoring: str, visibility: str)
     """
     from grader.classroom import gradescope as build
 
-    for slug in slugs:
-        try:
-            catalogue.get_kata(slug)
-        except catalogue.UnknownKata as error:
-            raise click.BadParameter(str(error), param_hint="SLUG") from None
     try:
-        names = build.build_zip(list(dict.fromkeys(slugs)), out, scoring, visibility)
+        names = build.build_zip(list(dict.fromkeys(kata.slug for kata in katas)), out, scoring, visibility)
     except build.GradescopeError as error:
         raise click.UsageError(str(error)) from None
     console.print(f"wrote {out} ({len(names)} files): upload it as the autograder", markup=False)

@@ -1,4 +1,4 @@
-"""What the `kata` commands share: the SLUG argument, the --workspace, --lang and --timeout options,
+"""What the `kata` commands share: the SLUG argument, the --workspace, --lang, --timeout and --scoring options,
 and opening the workspace (its warnings printed on stderr). `--lang` may also come before the
 command (`kata --lang zh check X`); the command's own wins."""
 
@@ -11,6 +11,7 @@ from grader.cli.workspace import DEFAULT_DIR, Workspace
 from grader.content import catalogue
 from grader.content.catalogue import Kata
 from grader.report.console import errors
+from grader.report.results import SCORINGS
 
 
 class KataSlug(click.ParamType):
@@ -68,6 +69,11 @@ def timeout_option(command):
         show_default=True,
         help="Time limit of each check, in seconds.",
     )(command)
+
+
+def scoring_option(help: str):
+    """--scoring todos|checks (default todos), with a command's own `help`."""
+    return click.option("--scoring", type=click.Choice(SCORINGS), default="todos", show_default=True, help=help)
 
 
 def flush_warnings(workspace: Workspace) -> None:

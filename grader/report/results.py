@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 STATUSES = ("passed", "failed", "error", "timeout")
+SCORINGS = ("todos", "checks")  # a file's score: points per TODO, or the fraction of checks passed (gradesheet)
 
 
 @dataclass
