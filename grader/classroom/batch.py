@@ -54,6 +54,7 @@ class Settings:
     memory_mb: int = DEFAULT_MEMORY_MB  # memory each check may add
     max_tasks: int = containment.MAX_TASKS  # processes and threads one file's grading may hold
     sandboxed: bool = True  # contestants run in the OS sandbox (grader.run.sandbox); False: --no-sandbox
+    lang: str = "en"  # the language of the checks' messages
 
     @property
     def run_limit(self) -> float:
@@ -316,7 +317,9 @@ def _judge(slug: str, target: str | Path, scratch: Path, settings: Settings) -> 
         report = Path(private) / f"{secrets.token_hex(16)}.json"
         log = Path(private) / "pytest.log"
         kata = catalogue.get_kata(slug)
-        arguments = pytest_arguments(kata, target, settings.timeout, report, fingerprints=_FINGERPRINTS)
+        arguments = pytest_arguments(
+            kata, target, settings.timeout, report, fingerprints=_FINGERPRINTS, lang=settings.lang
+        )
         ending, peak_kb = _run_boxed(arguments, scratch, log, settings)
         result = _read_report(report, slug)
         reason = "" if result else ending or f"the grading run ended without a result: {last_line(log)}"

@@ -149,7 +149,7 @@ def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, l
             filled = Path(scratch) / f"{kata.slug}.py"
             filled.write_text(text, encoding="utf-8")
             with console.status(f"checking {path} …") if console.is_terminal else nullcontext():
-                result = run_checks(kata, filled, timeout)
+                result = run_checks(kata, filled, timeout, lang=lang)
     except GradingError as error:
         errors.print(f"kata: {error}", style="error")
         return 1

@@ -93,7 +93,7 @@ def grade(
     if why:
         errors.print(f"kata: cannot grade in the sandbox: {why}; or pass --no-sandbox", style="error", markup=False)
         return 1
-    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox)
+    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox, lang=pick_language(lang))
     try:
         roster = batch.discover(submissions, slugs, settings, exclude=(out,))
     except batch.BatchError as error:

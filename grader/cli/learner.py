@@ -111,7 +111,7 @@ def check(
         return 1
     try:
         with console.status(f"checking {path} …") if console.is_terminal and not as_json else nullcontext():
-            result = run_checks(kata, path, timeout, against=against)
+            result = run_checks(kata, path, timeout, against=against, lang=pick_language(lang))
     except GradingError as error:
         errors.print(f"kata: {error}", style="error")
         return 1

@@ -49,7 +49,7 @@ def _check(kata: Kata, workspace: Workspace, timeout: float, lang: str, console:
     if console.is_terminal:
         console.clear()
     try:
-        result = run_checks(kata, path, timeout)
+        result = run_checks(kata, path, timeout, lang=lang)
     except GradingError as error:
         console.print(f"kata: {error}", style="error")
         return

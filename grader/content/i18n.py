@@ -1,8 +1,18 @@
-"""Language choice (--lang, then KATA_LANG, then the locale; English otherwise) and the few
-interface phrases the report and hints need in both languages.
+"""Language choice (--lang, then KATA_LANG, then the locale; English otherwise), the interface
+phrases the report and hints need in both languages, and `say`, how checks write theirs.
 
 A phrase with a count `n` may have a singular form, KEY_one, used when n is 1 (English only:
 Chinese nouns have no plural).
+
+Checks and the grader's comparisons write each message in both languages side by side,
+
+    raise AssertionError(say(f"the clipped side must be flat, but d loss = {g:.4g}",
+                             f"裁剪一侧应当是平的，但 d loss = {g:.4g}"))
+
+and a grading run keeps the one in its language (`set_message_language`, from the judge's
+--kata-lang). A run's messages are all in one language, its misconception fingerprints too
+(grader.judging.fingerprints keeps one file per language), so a learner's failure is compared
+with the variants' in the language it was written in.
 """
 
 import os
@@ -89,6 +99,23 @@ PHRASES = {
         "and": "和",
     },
 }
+
+
+_MESSAGE_LANGUAGE = ["en"]  # the language this process's check messages are written in
+
+
+def set_message_language(lang: str) -> None:
+    """Write this process's check messages (`say`) in `lang` from now on."""
+    _MESSAGE_LANGUAGE[0] = lang if lang in PHRASES else "en"
+
+
+def message_language() -> str:
+    return _MESSAGE_LANGUAGE[0]
+
+
+def say(en: str, zh: str) -> str:
+    """A check's message in this process's language: `zh` under set_message_language("zh"), else `en`."""
+    return zh if _MESSAGE_LANGUAGE[0] == "zh" else en
 
 
 def pick_language(explicit: str | None = None) -> str:

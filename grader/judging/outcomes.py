@@ -7,18 +7,19 @@ code raised, was missing, could not load, crashed or exited), timeout (it ran ou
 import re
 from dataclasses import dataclass
 
+from grader.content.i18n import message_language, phrase, say
 from grader.judging.expect import CheckFailed, MissingFunction
-from grader.run.judge import Ending, KnownHang, LearnerRaised, Stopped
+from grader.run.judge import Ending, KnownHang, LearnerRaised, Stopped, where_text
 from grader.run.limits import MEMORY_EXIT
 
 _TODO_IN_MESSAGE = re.compile(r"^TODO (\d+)")
-MEMORY_LIMIT = "memory limit exceeded"
 
 
 @dataclass
 class Outcome:
     status: str
     message: str = ""
+    unwritten: int | None = None  # the TODO that still raises the template's NotImplementedError
 
 
 def from_exception(error: BaseException, timeout: float) -> Outcome:
@@ -27,12 +28,28 @@ def from_exception(error: BaseException, timeout: float) -> Outcome:
         return Outcome("error", str(error))
     if isinstance(error, NotImplementedError):  # the template's, or a check's "not answered yet"
         todo = _TODO_IN_MESSAGE.match(str(error))
-        which = f"TODO {todo.group(1)}" if todo else "a TODO"
-        return Outcome("failed", f"not implemented yet: {which} still raises NotImplementedError")
+        if todo is None:
+            return Outcome(
+                "failed",
+                say(
+                    "not implemented yet: a TODO still raises NotImplementedError",
+                    "尚未实现：有 TODO 仍在抛出 NotImplementedError",
+                ),
+            )
+        number = int(todo.group(1))
+        return Outcome("failed", phrase(message_language(), "not_implemented", todo=number), unwritten=number)
     if isinstance(error, AssertionError | CheckFailed):
-        return Outcome("failed", str(error) or "an expectation of this check does not hold")
+        return Outcome(
+            "failed", str(error) or say("an expectation of this check does not hold", "这项检查的某个预期不成立")
+        )
     if isinstance(error, KnownHang):
-        return Outcome("timeout", f"not run again: `{error.name}` already ran out of time in an earlier check")
+        return Outcome(
+            "timeout",
+            say(
+                f"not run again: `{error.name}` already ran out of time in an earlier check",
+                f"不再重跑：`{error.name}` 在之前的检查中已经超时",
+            ),
+        )
     if isinstance(error, Stopped):
         return from_ending(error.ending, timeout)
     if isinstance(error, LearnerRaised):
@@ -42,47 +59,94 @@ def from_exception(error: BaseException, timeout: float) -> Outcome:
 
 def _raised(kind: str, message: str, where: str, exit_code) -> Outcome:
     if kind == "MemoryError" or (kind == "RuntimeError" and "can't allocate memory" in message):
-        return Outcome("error", f"{MEMORY_LIMIT}{where}: your code asked for more memory than a check may use")
+        return Outcome(
+            "error",
+            say(
+                f"memory limit exceeded{where}: your code asked for more memory than a check may use",
+                f"超出内存上限{where}：你的代码申请的内存超过了一项检查允许的上限",
+            ),
+        )
     if kind == "SystemExit":
-        return Outcome("error", f"your code called sys.exit({exit_code!r}){where}: a check cannot finish that way")
+        return Outcome(
+            "error",
+            say(
+                f"your code called sys.exit({exit_code!r}){where}: a check cannot finish that way",
+                f"你的代码调用了 sys.exit({exit_code!r}){where}：检查无法这样结束",
+            ),
+        )
     return Outcome("error", f"{kind}: {message}{where}")
 
 
 def from_ending(ending: Ending, timeout: float) -> Outcome:
     """Explain a contestant that stopped answering (timed out, crashed, exited, or sent garbage)."""
-    inside = f" inside `{ending.where}`" if ending.where else ""
+    inside = say(f" inside `{ending.where}`", f"（在 `{ending.where}` 中）") if ending.where else ""
     if ending.start_error:
         return Outcome(
             "error",
-            f"the check could not start ({ending.start_error}): processes your code left running "
-            "fill the process table (a fork bomb?)",
+            say(
+                f"the check could not start ({ending.start_error}): processes your code left running "
+                "fill the process table (a fork bomb?)",
+                f"检查无法启动（{ending.start_error}）：你的代码留下的进程占满了进程表（fork 炸弹？）",
+            ),
         )
     if ending.lost:
-        return Outcome("error", f"the grading process was killed{inside}, by the file's code?")
+        return Outcome(
+            "error",
+            say(
+                f"the grading process was killed{inside}, by the file's code?",
+                f"评分进程被杀死{inside}，是文件中的代码所为？",
+            ),
+        )
     if ending.malformed:
-        return Outcome("error", f"the answer{inside} was not in the grading format ({ending.malformed})")
+        return Outcome(
+            "error",
+            say(
+                f"the answer{inside} was not in the grading format ({ending.malformed})",
+                f"返回的答案{inside}不符合评分格式（{ending.malformed}）",
+            ),
+        )
     if ending.exit_code == MEMORY_EXIT:
-        return Outcome("error", f"{MEMORY_LIMIT}{inside}: the check ran out of memory")
+        return Outcome(
+            "error",
+            say(f"memory limit exceeded{inside}: the check ran out of memory", f"超出内存上限{inside}：检查耗尽了内存"),
+        )
     if ending.timed_out:
-        return Outcome("timeout", f"did not finish within {timeout:g} s{inside}: an endless loop, or far too slow")
+        return Outcome(
+            "timeout",
+            say(
+                f"did not finish within {timeout:g} s{inside}: an endless loop, or far too slow",
+                f"未能在 {timeout:g} 秒内完成{inside}：死循环，或者太慢",
+            ),
+        )
     if ending.signal_name:
-        return Outcome("error", f"the process crashed ({ending.signal_name}){inside}")
+        return Outcome(
+            "error",
+            say(f"the process crashed ({ending.signal_name}){inside}", f"进程崩溃（{ending.signal_name}）{inside}"),
+        )
     return Outcome(
         "error",
-        f"the process exited with status {ending.exit_code}{inside} before the check finished: "
-        "does your code call sys.exit() or os._exit()?",
+        say(
+            f"the process exited with status {ending.exit_code}{inside} before the check finished: "
+            "does your code call sys.exit() or os._exit()?",
+            f"进程在检查结束前以状态 {ending.exit_code} 退出{inside}：你的代码是否调用了 sys.exit() 或 os._exit()？",
+        ),
     )
 
 
 def import_failure(raised: dict) -> str:
     """One line on why the file could not be loaded, from the contestant's account of the error."""
-    kind, message, where = str(raised.get("type")), str(raised.get("message", "")), str(raised.get("where") or "")
+    kind, message, where = str(raised.get("type")), str(raised.get("message", "")), where_text(raised.get("where"))
     syntax = raised.get("syntax")
     if kind in ("SyntaxError", "IndentationError", "TabError") and isinstance(syntax, list) and len(syntax) == 3:
         lineno, msg, line = syntax
-        return f"SyntaxError on line {lineno}: {msg}" + (f"  ->  {line}" if line else "")
+        return say(f"SyntaxError on line {lineno}: {msg}", f"第 {lineno} 行有 SyntaxError：{msg}") + (
+            f"  ->  {line}" if line else ""
+        )
     if kind == "SystemExit":
-        return f"the file calls sys.exit({raised.get('exit_code')!r}) while it is being loaded"
+        code = raised.get("exit_code")
+        return say(
+            f"the file calls sys.exit({code!r}) while it is being loaded", f"文件在加载时调用了 sys.exit({code!r})"
+        )
     if kind == "MemoryError":
-        return f"{MEMORY_LIMIT} while loading the file{where}"
-    return f"{kind} while loading the file: {message}{where}"
+        return say(f"memory limit exceeded while loading the file{where}", f"加载文件时超出内存上限{where}")
+    return say(f"{kind} while loading the file: {message}{where}", f"加载文件时出现 {kind}：{message}{where}")

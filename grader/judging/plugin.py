@@ -23,6 +23,7 @@ import pytest
 from grader import DEFAULT_TIMEOUT
 from grader.classroom.names import json_text
 from grader.content.catalogue import UnknownKata, get_kata
+from grader.content.i18n import PHRASES, set_message_language
 from grader.files import atomic_write
 from grader.judging.targets import BUILTIN_TARGETS, TargetError, warm_imports
 from grader.oracles.against import TRL_VERSION, AgainstError, TrlUnavailable, require
@@ -40,6 +41,7 @@ HELP_MEMORY = "memory each check's process may add, in MB (default: no limit)"
 HELP_PROCESSES = "processes each check may start, when not run as root (default: no limit)"
 HELP_SANDBOX = "run the file's code in the OS sandbox: auto (where it works), on (or refuse), off"
 HELP_WARM_FD = "the control socket of a warm process started by the caller (grader.run.warm), to use"
+HELP_LANG = "the language of the checks' messages (default en)"
 HELP_DROP = "the folder that warm process's sandbox sees at /kata/drop (with --kata-warm-fd)"
 HELP_FINGERPRINTS = "remember in folder PATH how each misconception variant fails each check (naming is faster)"
 HELP_AGAINST = f"take expected values from trl (TRL {TRL_VERSION}'s own code) where it has the function"
@@ -60,6 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-warm-fd", metavar="FD", type=int, help=HELP_WARM_FD)
     group.addoption("--kata-drop", metavar="PATH", help=HELP_DROP)
     group.addoption("--kata-fingerprints", metavar="PATH", help=HELP_FINGERPRINTS)
+    group.addoption("--kata-lang", choices=tuple(PHRASES), default="en", help=HELP_LANG)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -79,6 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from grader.judging import session
 
+    set_message_language(config.getoption("kata_lang"))
     try:
         limits = Limits(config.getoption("kata_memory"), config.getoption("kata_processes"))
         kata = get_kata(slug)

@@ -29,6 +29,7 @@ from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
 from grader.content.catalogue import Kata
+from grader.content.i18n import message_language, say
 from grader.judging import localise, outcomes
 from grader.judging.expect import Expect, MissingFunction
 from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint
@@ -86,7 +87,9 @@ class KataSession:
         # grading a built-in variant runs each check on it: its outcomes are its fingerprints
         variant = isinstance(spec, str) and spec.startswith("misconception:")
         self.own_variant = spec.removeprefix("misconception:") if variant else None
-        self.fingerprints = Fingerprints(fingerprints, kata, f"{against=} {self.zygote.limits} {self.sandboxed=}")
+        self.fingerprints = Fingerprints(
+            fingerprints, kata, f"{against=} {self.zygote.limits} {self.sandboxed=} {message_language()}"
+        )
         self.load_error: str | None = None
         self.results: list[CheckResult] = []
         self.ran: list[tuple[pytest.Item, bool]] = []  # each check run, and whether it passed
@@ -157,7 +160,7 @@ class KataSession:
             contestant = self.spawn(self.source, self.learner_file, self.timeout)
         except Stopped as stopped:
             outcome = outcomes.from_ending(stopped.ending, self.timeout)
-            self.load_error = "while loading the file, " + outcome.message
+            self.load_error = say("while loading the file, ", "加载文件时，") + outcome.message
             output = stopped.ending.output.strip()
         else:
             contestant.close()
@@ -174,7 +177,8 @@ class KataSession:
     def run(self, item: pytest.Item) -> list[TestReport]:
         """Run one check (learner calls cross to contestants); return its reports and record its result."""
         if self.load_error:
-            annotation = {"status": "error", "message": f"your file could not be loaded: {self.load_error}"}
+            message = say(f"your file could not be loaded: {self.load_error}", f"无法加载你的文件：{self.load_error}")
+            annotation = {"status": "error", "message": message}
             reports = [_failed_report(item, annotation["message"])]
         else:
             self.fingerprint_deadline = time.monotonic() + FINGERPRINT_SHARE * self.timeout
@@ -199,6 +203,7 @@ class KataSession:
                 matches=[] if passed else annotation.get("matches", []),
                 expected_from=self.expected_from.pop(item.nodeid, "reference"),
                 whole=item.get_closest_marker("whole") is not None,
+                unwritten=None if passed else annotation.get("unwritten"),
             )
         )
         return reports
@@ -226,7 +231,12 @@ class KataSession:
             if self.own_variant:  # after naming: a variant is named by the same rule as a learner's file
                 self.fingerprints.put(item.nodeid, self.own_variant, fingerprint(error))
             self.fingerprints.save()  # at once: a class's other files, graded meanwhile, read them
-        annotation = {"status": outcome.status, "message": outcome.message, "matches": matches}
+        annotation = {
+            "status": outcome.status,
+            "message": outcome.message,
+            "matches": matches,
+            "unwritten": outcome.unwritten,
+        }
         report.user_properties.append((OUTCOME_KEY, annotation))
         report.longrepr = outcome.message
 

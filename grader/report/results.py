@@ -22,6 +22,7 @@ class CheckResult:
     title_zh: str = ""  # the docstring's "zh:" line
     expected_from: str = "reference"  # what gave the expected values: "reference", or "trl" (--against trl)
     whole: bool = False  # a value check of the whole function (todo None without it: the input contract)
+    unwritten: int | None = None  # the TODO still raising the template's NotImplementedError in this check
 
     def title_in(self, lang: str) -> str:
         return self.title_zh if lang == "zh" and self.title_zh else self.title

@@ -5,7 +5,6 @@ message (the call, expected, got, largest difference and where), what the code p
 the misconception it fits. The report ends with what to do next and the plain summary line.
 """
 
-import re
 from dataclasses import replace
 
 from rich.console import Group, RenderableType
@@ -19,7 +18,6 @@ from grader.oracles.against import TRL_VERSION
 from grader.report.results import CheckResult, GradeResult
 from grader.report.styles import SYMBOL, Trimmed
 
-NOT_IMPLEMENTED = re.compile(r"not implemented yet: TODO (\d+)")
 DETAILED = 2  # failing checks shown in full per TODO (the rest: one line each)
 MESSAGE_LINES = 12
 OUTPUT_LINES = 12
@@ -86,7 +84,7 @@ def _todo_section(
         (f"{SYMBOL[status]} ", status), (f"{label}  ", "todo"), (f"{passed}/{len(checks)}  ", status), (title, "")
     )
     failing = [check for check in checks if check.status != "passed"]
-    blocking = {_unwritten_todo(check) for check in failing}
+    blocking = {check.unwritten for check in failing}
     if failing and None not in blocking:
         first = min(blocking)
         key = "not_implemented" if first == todo else "waiting_for"
@@ -108,12 +106,6 @@ def _todo_section(
         lines.append(_pad(Text(phrase(lang, "more", slug=kata.slug), style="muted"), (0, 0, 0, 4)))
     lines.append(Text())
     return lines
-
-
-def _unwritten_todo(check: CheckResult) -> int | None:
-    """The TODO number a 'not implemented yet' failure names, else None."""
-    match = NOT_IMPLEMENTED.match(check.message)
-    return int(match.group(1)) if match else None
 
 
 def _pad(renderable: RenderableType, pad: tuple[int, int, int, int]) -> Padding:
@@ -182,7 +174,7 @@ def _location(result: GradeResult, lang: str) -> list[RenderableType]:
     Nothing when every failure is a TODO not written yet: the sections say so already.
     """
     location = result.location
-    blank = {_unwritten_todo(check) for check in result.checks if check.status != "passed"}
+    blank = {check.unwritten for check in result.checks if check.status != "passed"}
     if location is None or (location.method == "transplant" and None not in blank):
         return []
     if location.method == "tags":

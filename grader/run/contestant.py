@@ -220,14 +220,14 @@ def _contestant(channel_fd: int, output_fd: int, request: dict) -> None:
             os._exit(code)
 
 
-def learner_line(error: BaseException, filename: str) -> str:
-    """' (line 42 in compute_x: `code`)' for the deepest frame in the learner's file, else ''."""
+def learner_line(error: BaseException, filename: str) -> list | None:
+    """[line number, function, code] of the deepest frame in the learner's file, else None
+    (the judge words it: grader.judging.outcomes.where_text)."""
     frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == filename]
     if not frames:
-        return ""
+        return None
     frame = frames[-1]
-    code = f": `{frame.line.strip()}`" if frame.line else ""
-    return f" (line {frame.lineno} in {frame.name}{code})"
+    return [frame.lineno, frame.name, (frame.line or "").strip()]
 
 
 def raised(error: BaseException, filename: str) -> dict:

@@ -36,9 +36,11 @@ def pytest_arguments(
     limits: Limits = NO_LIMITS,
     against: str | None = None,
     fingerprints: Path | None = None,
+    lang: str = "en",
 ) -> list[str]:
     """The arguments of the pytest run that grades `target` and writes its result to `report`
-    (remembering the variants' fingerprints in the folder `fingerprints`, if given)."""
+    (remembering the variants' fingerprints in the folder `fingerprints`, if given), its
+    messages in `lang`."""
     arguments = [
         str(kata.checks_path),
         "-p",
@@ -61,6 +63,8 @@ def pytest_arguments(
         str(timeout),
         "--kata-report",
         str(report),
+        "--kata-lang",
+        lang,
     ]
     if isinstance(target, Path):
         arguments += ["--kata-file", str(target.resolve())]
@@ -82,14 +86,17 @@ def run_checks(
     target: str | Path,
     timeout: float = DEFAULT_TIMEOUT,
     against: str | None = None,
+    lang: str = "en",
 ) -> GradeResult:
     """Run every check of `kata` against `target` (a file's Path, or "reference", "template" or
     "misconception:ID") in a judge process, the target's code in contestants with `timeout`
     seconds per check; with `against="trl"`, TRL's code gives the expected values where it has
-    the function."""
+    the function. The checks' messages are in `lang`."""
     with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
         report, log = Path(scratch) / "result.json", Path(scratch) / "pytest.log"
-        arguments = pytest_arguments(kata, target, timeout, report, against=against, fingerprints=fingerprints_folder())
+        arguments = pytest_arguments(
+            kata, target, timeout, report, against=against, fingerprints=fingerprints_folder(), lang=lang
+        )
         drop = Path(scratch) / "drop" if sandbox.choose("auto") else None
         if drop is not None:
             drop.mkdir()

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from grader.content.i18n import say
 from grader.run import sandbox, warm, wire
 from grader.run.limits import FILE_SIZE_MB, NO_LIMITS, Limits
 
@@ -69,7 +70,7 @@ class LearnerRaised(Exception):
     """An exception raised by learner code in the contestant; `type_name` is its class's name."""
 
     type_name = "Exception"
-    where = ""  # ' (line 3 in f: `code`)'
+    where = ""  # ' (line 3 in f: `code`)', in the messages' language
     exit_code = None  # SystemExit's code
 
     def __str__(self) -> str:
@@ -94,10 +95,19 @@ def raised_class(type_name: str, builtin: bool) -> type:
     return type(type_name, bases, {"type_name": type_name, "__str__": LearnerRaised.__str__})
 
 
+def where_text(where) -> str:
+    """' (line 42 in compute_x: `code`)' from the contestant's [line, function, code]; '' otherwise."""
+    if not (isinstance(where, list) and len(where) == 3 and all(isinstance(item, int | str) for item in where)):
+        return ""
+    line, function, code = where
+    shown = say(f": `{code}`", f"：`{code}`") if code else ""
+    return say(f" (line {line} in {function}{shown})", f"（第 {line} 行，{function} 中{shown}）")
+
+
 def to_exception(data: dict) -> LearnerRaised:
     """The judge-side exception for a contestant's {"raised": {...}}."""
     error = raised_class(str(data.get("type")), data.get("builtin") is True)(str(data.get("message", "")))
-    error.where = str(data.get("where") or "")
+    error.where = where_text(data.get("where"))
     error.exit_code = data.get("exit_code")
     error.syntax = data.get("syntax")
     return error
