@@ -273,9 +273,12 @@ def warm(settings: Settings, imports: list[str], drops: Path) -> None:
     import torch  # noqa: F401
 
     import grader.judging.plugin  # noqa: F401
+    from grader.content.i18n import set_message_language
     from grader.judging import session
     from grader.run.judge import Zygote
     from grader.run.limits import Limits
+
+    set_message_language(settings.lang)  # the warm process's contestants word their refusals in it
 
     for line in imports:  # the references' own imports (transformers, for one): each judge forks with them loaded
         exec(line, {})

@@ -31,8 +31,8 @@ PHRASES = {
         "waiting_for": "not graded yet: these checks run through TODO {todo}, which is not implemented yet",
         "printed": "your code printed:",
         "likely": "Likely misconception",
-        "seen_in": "fits {n} failed checks",
-        "seen_in_one": "fits 1 failed check",
+        "seen_in": "(fits {n} failed checks)",
+        "seen_in_one": "(fits 1 failed check)",
         "next_fix": "Next: TODO {todo} first.  Hint: kata hint {slug} --todo {todo}",
         "next_done": "All checks pass. Compare with the reference: kata solution {slug}"
         "  (after a check of another file with --file: kata solution {slug} --force)",
@@ -60,6 +60,8 @@ PHRASES = {
         "next_outside": "Next: put the code outside the TODOs back as the exercise gives it"
         " (kata reset {slug} writes a blank copy and keeps yours as a backup)",
         "and": "and",
+        "colon": ": ",
+        "more_lines": "... ({n} more lines)",
     },
     "zh": {
         "whole": "整个函数",
@@ -72,7 +74,7 @@ PHRASES = {
         "waiting_for": "暂未评分：这些检查会经过 TODO {todo}，而它尚未实现",
         "printed": "你的代码输出：",
         "likely": "可能的误区",
-        "seen_in": "与 {n} 项失败检查相符",
+        "seen_in": "（与 {n} 项失败检查相符）",
         "next_fix": "下一步：先完成 TODO {todo}。提示：kata hint {slug} --todo {todo}",
         "next_done": "全部检查通过。对照参考答案：kata solution {slug}"
         "（若用 --file 检查的是另一个文件：kata solution {slug} --force）",
@@ -97,16 +99,21 @@ PHRASES = {
         "next_outside": "下一步：把 TODO 之外的代码恢复成练习给出的样子"
         "（kata reset {slug} 会写出空白副本，并把你的文件保留为备份）",
         "and": "和",
+        "colon": "：",
+        "more_lines": "……（另有 {n} 行）",
     },
 }
 
 
-_MESSAGE_LANGUAGE = ["en"]  # the language this process's check messages are written in
+MESSAGE_VARIABLE = "KATA_MESSAGE_LANG"  # how the language reaches the processes grading starts (contestants)
+_MESSAGE_LANGUAGE = [os.environ.get(MESSAGE_VARIABLE) if os.environ.get(MESSAGE_VARIABLE) in PHRASES else "en"]
 
 
 def set_message_language(lang: str) -> None:
-    """Write this process's check messages (`say`) in `lang` from now on."""
+    """Write this process's check messages (`say`) in `lang` from now on, and those of the processes
+    it starts (the warm process and its contestants: their refusals, grader.run.wire)."""
     _MESSAGE_LANGUAGE[0] = lang if lang in PHRASES else "en"
+    os.environ[MESSAGE_VARIABLE] = _MESSAGE_LANGUAGE[0]
 
 
 def message_language() -> str:

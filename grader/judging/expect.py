@@ -20,6 +20,7 @@ import textwrap
 
 import torch
 
+from grader.content.i18n import say
 from grader.run.judge import MissingName, Refused
 
 TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-5, 1e-6), torch.bfloat16: (1.6e-2, 1e-3)}
@@ -41,8 +42,7 @@ def fmt(value) -> str:
     if isinstance(value, torch.Tensor):
         if value.numel() <= IN_FULL:
             return _fmt_nested(value.detach().cpu().tolist())
-        dtype = str(value.dtype).removeprefix("torch.")
-        return f"<{dtype} tensor of shape {tuple(value.shape)}>"
+        return shape_only(value)
     if isinstance(value, torch.nn.Module):
         return f"<{type(value).__name__}>"
     if isinstance(value, float):
@@ -51,6 +51,12 @@ def fmt(value) -> str:
         inner = ", ".join(fmt(item) for item in value)
         return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
     return repr(value)
+
+
+def shape_only(tensor: torch.Tensor) -> str:
+    """'<float32 tensor of shape (4, 7)>': a tensor too big to print, by dtype and shape."""
+    dtype, shape = str(tensor.dtype).removeprefix("torch."), tuple(tensor.shape)
+    return say(f"<{dtype} tensor of shape {shape}>", f"<{dtype} 张量，形状 {shape}>")
 
 
 def _fmt_nested(value) -> str:
@@ -94,7 +100,7 @@ class Expect:
         try:
             result, after = self.learner.call_and_inputs(name, *args, **kwargs)
         except MissingName:
-            raise MissingFunction(f"your file has no function `{name}`: the checks call it by that name") from None
+            raise MissingFunction(_no_function(name)) from None
         except Refused as refusal:
             raise CheckFailed(f"{self.describe(name, args, kwargs)}\n  {refusal}") from None
         tensors = [value for value in [*args, *kwargs.values()] if isinstance(value, torch.Tensor)]
@@ -106,9 +112,14 @@ class Expect:
         for label, before, now in zip(labels, tensors, after):
             if not (isinstance(now, torch.Tensor) and now.dtype == before.dtype and _same_values(before.detach(), now)):
                 raise CheckFailed(
-                    f"{name} changed its input `{label}` in place.\n"
-                    f"  before: {fmt(before)}\n  after:  {fmt(now)}\n"
-                    "Build new tensors instead (x = x - m, not x -= m or x.sub_(m))."
+                    say(
+                        f"{name} changed its input `{label}` in place.\n"
+                        f"  before: {fmt(before)}\n  after:  {fmt(now)}\n"
+                        "Build new tensors instead (x = x - m, not x -= m or x.sub_(m)).",
+                        f"{name} 原地修改了输入 `{label}`。\n"
+                        f"  修改前：{fmt(before)}\n  修改后：{fmt(now)}\n"
+                        "请改为构造新的张量（写 `x = x - m`，不要写 `x -= m` 或 `x.sub_(m)`）。",
+                    )
                 )
         return result
 
@@ -144,14 +155,28 @@ class Expect:
             want, have = expected[label], got[label]
             if want is None:
                 if have is not None and bool((have != 0).any()):
+                    largest, at = f"{have.abs().max().item():.4g}", list(_where(have.abs()))
                     raise CheckFailed(
-                        f"{call}\n  no gradient should reach `{label}`, but one did: "
-                        f"largest |grad| {have.abs().max().item():.4g} at {_where(have.abs())}"
+                        f"{call}\n  "
+                        + say(
+                            f"no gradient should reach `{label}`, but one did: largest |grad| {largest} at {at}",
+                            f"梯度不应传到 `{label}`，但传到了：最大的 |grad| 为 {largest}，位于 {at}",
+                        )
                     )
                 continue
             if have is None:
-                raise CheckFailed(f"{call}\n  no gradient reached `{label}`; the reference sends one: {fmt(want)}")
-            self.same(have, want, f"{call}\n  gradient of the loss with respect to `{label}`")
+                raise CheckFailed(
+                    f"{call}\n  "
+                    + say(
+                        f"no gradient reached `{label}`; the reference sends one: {fmt(want)}",
+                        f"没有梯度传到 `{label}`；参考答案会传来梯度：{fmt(want)}",
+                    )
+                )
+            self.same(
+                have,
+                want,
+                f"{call}\n  " + say(f"gradient of the loss with respect to `{label}`", f"损失对 `{label}` 的梯度"),
+            )
 
     def gradients(
         self, name: str, *args, wrt: tuple[str, ...], pick=(), cotangent=None, **kwargs
@@ -161,13 +186,17 @@ class Expect:
         try:
             answer = self.learner.backward(name, positional, keywords, _path(pick), cotangent)
         except MissingName:
-            raise MissingFunction(f"your file has no function `{name}`: the checks call it by that name") from None
+            raise MissingFunction(_no_function(name)) from None
         except Refused as refusal:
             raise CheckFailed(f"{self.describe(name, args, kwargs)}\n  {refusal}") from None
         output, grads = answer["output"], answer["grads"]
         if not isinstance(output, torch.Tensor) or output.ndim != 0 or grads is None:
             raise CheckFailed(
-                f"{self.describe(name, args, kwargs)}\n  returned {_kind(output)} where a scalar loss tensor was expected"
+                f"{self.describe(name, args, kwargs)}\n  "
+                + say(
+                    f"returned {_kind(output)} where a scalar loss tensor was expected",
+                    f"返回了{_kind(output)}，而这里应返回标量损失张量",
+                )
             )
         received = dict(zip(labels, grads))
         return output.item(), {label: received.get(label) for label in wrt}
@@ -186,16 +215,31 @@ class Expect:
         if isinstance(expected, tuple | list):
             kind = "tuple" if isinstance(expected, tuple) else "list"
             if not isinstance(got, tuple | list) or len(got) != len(expected):
-                raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a {kind} of {len(expected)} values")
+                raise CheckFailed(
+                    f"{what}\n  "
+                    + say(
+                        f"returned {_kind(got)}; expected a {kind} of {len(expected)} values",
+                        f"返回了{_kind(got)}；应返回含 {len(expected)} 个值的 {kind}",
+                    )
+                )
             for index, (have, want) in enumerate(zip(got, expected)):
                 self.same(have, want, f"{what}\n  {_item(kind, index, names)}:", values)
             return
         if isinstance(expected, dict):
             if not isinstance(got, dict):
-                raise CheckFailed(f"{what}\n  returned {_kind(got)}; expected a dict with keys {sorted(expected)}")
+                raise CheckFailed(
+                    f"{what}\n  "
+                    + say(
+                        f"returned {_kind(got)}; expected a dict with keys {sorted(expected)}",
+                        f"返回了{_kind(got)}；应返回键为 {sorted(expected)} 的 dict",
+                    )
+                )
             if set(got) != set(expected):
                 missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
-                raise CheckFailed(f"{what}\n  keys: missing {missing}, unexpected {extra}")
+                raise CheckFailed(
+                    f"{what}\n  "
+                    + say(f"keys: missing {missing}, unexpected {extra}", f"键：缺少 {missing}，多出 {extra}")
+                )
             for key, want in expected.items():
                 self.same(got[key], want, f"{what}  [{key!r}]", values)
             return
@@ -209,17 +253,31 @@ class Expect:
                 return
         elif not values or (got == expected and type(got) is type(expected)):
             return
-        raise CheckFailed(f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}")
+        raise CheckFailed(f"{what}\n{_expected_got(expected, got)}")
 
     def _same_tensor(self, got, expected: torch.Tensor, what: str, values: bool = True) -> None:
         if not isinstance(got, torch.Tensor):
+            shape = tuple(expected.shape)
             raise CheckFailed(
-                f"{what}\n  returned {_kind(got)}; expected a torch.Tensor of shape {tuple(expected.shape)}"
+                f"{what}\n  "
+                + say(
+                    f"returned {_kind(got)}; expected a torch.Tensor of shape {shape}",
+                    f"返回了{_kind(got)}；应返回形状为 {shape} 的 torch.Tensor",
+                )
             )
         if got.shape != expected.shape:
-            raise CheckFailed(f"{what}\n  shape: expected {tuple(expected.shape)}, got {tuple(got.shape)}")
+            want, have = tuple(expected.shape), tuple(got.shape)
+            raise CheckFailed(
+                f"{what}\n  " + say(f"shape: expected {want}, got {have}", f"形状：应为 {want}，实际为 {have}")
+            )
         if got.dtype != expected.dtype:
-            raise CheckFailed(f"{what}\n  dtype: expected {expected.dtype}, got {got.dtype}")
+            raise CheckFailed(
+                f"{what}\n  "
+                + say(
+                    f"dtype: expected {expected.dtype}, got {got.dtype}",
+                    f"dtype：应为 {expected.dtype}，实际为 {got.dtype}",
+                )
+            )
         if not values:
             return
         got_values, want_values = got.detach().double(), expected.detach().double()
@@ -233,24 +291,28 @@ class Expect:
         worst = torch.where(too_far, error, torch.zeros_like(error))
         index = _where(worst)
         at = worst[index] if worst.ndim else worst
-        detail = (
-            "NaN where a number was expected (or the reverse)"
-            if bool(nan_mismatch.any())
-            else (f"largest difference {at.item():.4g}")
-        )
+        position, want, have = list(index), f"{want_values[index].item():.6g}", f"{got_values[index].item():.6g}"
+        if bool(nan_mismatch.any()):
+            detail = say(
+                f"NaN where a number was expected (or the reverse) at {position} (expected {want}, got {have})",
+                f"在 {position} 处，应为数值却得到 NaN（或反之）（应为 {want}，实际为 {have}）",
+            )
+        else:
+            largest = f"{at.item():.4g}"
+            detail = say(
+                f"largest difference {largest} at {position} (expected {want}, got {have})",
+                f"最大差异 {largest}，位于 {position}（应为 {want}，实际为 {have}）",
+            )
         window = _window(want_values, got_values, index) if expected.numel() > IN_FULL else ""
-        raise CheckFailed(
-            f"{what}\n  expected: {fmt(expected)}\n  got:      {fmt(got)}\n{window}"
-            f"  {detail} at {list(index) if index else '[]'}"
-            f" (expected {want_values[index].item():.6g}, got {got_values[index].item():.6g})"
-        )
+        raise CheckFailed(f"{what}\n{_expected_got(expected, got)}\n{window}  {detail}")
 
     def describe(self, name: str, args: tuple, kwargs: dict) -> str:
         return describe_call(getattr(self.reference, name), name, args, kwargs)
 
     def _labels(self, name: str, args: tuple, kwargs: dict) -> list[str]:
         params = list(inspect.signature(getattr(self.reference, name)).parameters)
-        return [params[i] if i < len(params) else f"argument {i}" for i in range(len(args))] + list(kwargs)
+        unnamed = [say(f"argument {i}", f"第 {i + 1} 个参数") for i in range(len(args))]
+        return [params[i] if i < len(params) else unnamed[i] for i in range(len(args))] + list(kwargs)
 
     def _leaves(self, name: str, args: tuple, kwargs: dict, wrt: tuple[str, ...]):
         """(labels of the tensor arguments that require grad, positional, keyword): fresh leaves."""
@@ -300,7 +362,20 @@ def _item(kind: str, index: int, names: tuple[str, ...]) -> str:
     noun = "returned value" if kind == "tuple" else "item"
     what = f"the {ORDINALS[index]} {noun}" if index < len(ORDINALS) else f"{noun} number {index + 1}"
     name = names[index] if index < len(names) else ""
-    return f"{what}, `{name}`" if name else what
+    what_zh = f"第 {index + 1} 个" + ("返回值" if kind == "tuple" else "元素")
+    return say(f"{what}, `{name}`", f"{what_zh} `{name}`") if name else say(what, what_zh)
+
+
+def _expected_got(expected, got) -> str:
+    """The two lines '  expected: ...' and '  got:      ...'."""
+    return say(f"  expected: {fmt(expected)}\n  got:      {fmt(got)}", f"  应为：{fmt(expected)}\n  实际：{fmt(got)}")
+
+
+def _no_function(name: str) -> str:
+    return say(
+        f"your file has no function `{name}`: the checks call it by that name",
+        f"你的文件中没有函数 `{name}`：检查按这个名字调用它",
+    )
 
 
 def _window(want: torch.Tensor, have: torch.Tensor, index: tuple[int, ...]) -> str:
@@ -310,7 +385,11 @@ def _window(want: torch.Tensor, have: torch.Tensor, index: tuple[int, ...]) -> s
     *outer, position = index
     at = [(*outer, i) for i in range(max(0, position - WINDOW), min(want.shape[-1], position + WINDOW + 1))]
     width = max(len(str(list(where))) for where in at) + 2
-    lines = [f"  {'index':>{width}}  {'expected':>12}  {'got':>12}   (> the largest difference)"]
+    header = say(
+        f"  {'index':>{width}}  {'expected':>12}  {'got':>12}   (> the largest difference)",
+        f"  {'位置':>{width - 2}}  {'应为':>10}  {'实际':>10}   （> 处差异最大）",
+    )
+    lines = [header]
     for where in at:
         mark = ">" if where == index else " "
         lines.append(
@@ -333,10 +412,21 @@ def rejects_with_value_error(why: str, call: str, run) -> None:
     except NotImplementedError:
         raise
     except Exception as error:
+        raised = f"{type(error).__name__}: {error}"
         raise CheckFailed(
-            f"{call}\n  should raise ValueError ({why}), but raised {type(error).__name__}: {error}"
+            f"{call}\n  "
+            + say(
+                f"should raise ValueError ({why}), but raised {raised}",
+                f"应抛出 ValueError（{why}），却抛出了 {raised}",
+            )
         ) from None
-    raise CheckFailed(f"{call}\n  should raise ValueError ({why}), but returned {fmt(result)}")
+    raise CheckFailed(
+        f"{call}\n  "
+        + say(
+            f"should raise ValueError ({why}), but returned {fmt(result)}",
+            f"应抛出 ValueError（{why}），却返回了 {fmt(result)}",
+        )
+    )
 
 
 def _where(values: torch.Tensor) -> tuple[int, ...]:
@@ -350,8 +440,10 @@ def _where(values: torch.Tensor) -> tuple[int, ...]:
 
 
 def _kind(value) -> str:
+    """'a tensor of shape (3,)', 'a tuple of 2 values', 'a float (0.5)'."""
+    kind = type(value).__name__
     if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)}"
+        return say(f"a tensor of shape {tuple(value.shape)}", f"形状为 {tuple(value.shape)} 的张量")
     if isinstance(value, tuple | list):
-        return f"a {type(value).__name__} of {len(value)} values"
-    return f"a {type(value).__name__} ({fmt(value)})"
+        return say(f"a {kind} of {len(value)} values", f"含 {len(value)} 个值的 {kind}")
+    return say(f"a {kind} ({fmt(value)})", f" {kind}（{fmt(value)}）")

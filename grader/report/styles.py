@@ -4,10 +4,14 @@ Output is plain text (no colour codes) when it is not a terminal or NO_COLOR is 
 decides that from the stream and the environment.
 """
 
+import re
 from contextlib import contextmanager
 
+from rich.cells import cell_len, chop_cells
 from rich.console import Console, RenderableType
+from rich.containers import Lines
 from rich.segment import Segment
+from rich.text import Text
 from rich.theme import Theme
 
 THEME = Theme(
@@ -75,3 +79,95 @@ class Trimmed:
                 line[-1] = Segment(line[-1].text.rstrip(), line[-1].style)
             yield from line
             yield Segment.line()
+
+
+# -- wrapping that keeps formulas and numbers whole, and breaks Chinese between characters ------
+
+_ATOM = re.compile(
+    r"`[^`\n]*`|\s+|[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’]|[^\s`\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’]+|`"
+)
+_OPERATOR = re.compile(r"^(=|==|!=|\+|-|\*|/|<|>|<=|>=|≤|≥|±|≈|→|×|·|\*\*)$")
+_NO_LINE_START = set("，。；：！？）》」』”’、,.;:!?)]}%")  # closing punctuation stays on its line
+_NO_LINE_END = set("（《「『“‘([{")  # opening punctuation stays with what follows
+
+
+def break_offsets(text: str, width: int) -> list[int]:
+    """Where to break `text` into lines of at most `width` cells (rich's divide_line contract).
+
+    The units never split: a `code span` (a formula), a run of non-space ASCII (a word, a number),
+    one Chinese character. A line may break at a space, except one beside an operator (`a = b`
+    stays whole), and between Chinese characters, except before closing or after opening
+    punctuation. Only a unit wider than a whole line is folded.
+    """
+    atoms = [(m.start(), m.group()) for m in _ATOM.finditer(text)]
+    breaks: list[int] = []
+    line_start, used = 0, 0  # where the current line starts, and its cells so far
+    last_break: tuple[int, int] | None = None  # (offset, cells of the line before it)
+    previous = ""  # the last unit that is not a space
+    for index, (start, atom) in enumerate(atoms):
+        cells = cell_len(atom)
+        if atom.isspace():
+            following = atoms[index + 1][1] if index + 1 < len(atoms) else ""
+            if start > line_start and not (_OPERATOR.match(previous) or _OPERATOR.match(following)):
+                last_break = (start + len(atom), used + cells)
+            used += cells
+            continue
+        if start > line_start and _breakable_between(previous, atom, text[start - 1]):
+            last_break = (start, used)
+        if used + cells > width and last_break is not None:
+            offset, before = last_break
+            breaks.append(offset)
+            line_start, used, last_break = offset, used - before, None
+        if used + cells > width:  # no place to break before it: it starts a line, folded if it must be
+            if start > line_start:
+                breaks.append(start)
+            position = start
+            for piece in chop_cells(atom, width)[:-1]:
+                position += len(piece)
+                breaks.append(position)
+            line_start, used = position, cell_len(atom[position - start :])
+        else:
+            used += cells
+        previous = atom
+    return breaks
+
+
+def _breakable_between(previous: str, atom: str, before: str) -> bool:
+    """Whether a line may break between two adjacent units with no space between them."""
+    if before.isspace() or not previous:
+        return False
+    cjk = _is_cjk(previous[-1]) or _is_cjk(atom[0])
+    return cjk and atom[0] not in _NO_LINE_START and previous[-1] not in _NO_LINE_END
+
+
+def _is_cjk(char: str) -> bool:
+    return (
+        "\u2e80" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\uff00" <= char <= "\uffef" or char in "“”‘’"
+    )
+
+
+class Prose:
+    """`text` (a rich Text, or a str with a style) wrapped by `break_offsets`: formulas, numbers and
+    code spans never split, Chinese lines fill the width. The reports print prose and messages
+    through it. (A wrapper, not a Text subclass: console.print merges adjacent Texts into a plain one.)"""
+
+    def __init__(self, text: Text | str, style: str = ""):
+        self.text = text if isinstance(text, Text) else Text(text, style=style)
+
+    def __rich_console__(self, console, options):
+        if self.text.no_wrap:
+            yield self.text
+            return
+        lines = Lines()
+        for line in self.text.split(allow_blank=True):
+            if "\t" in line.plain:
+                line.expand_tabs()
+            pieces = line.divide(break_offsets(line.plain, options.max_width))
+            for piece in pieces:
+                piece.rstrip_end(options.max_width)
+            lines.extend(pieces)
+        yield from Text("\n").join(lines).render(console)
+        yield Segment.line()
+
+    def __rich_measure__(self, console, options):
+        return self.text.__rich_measure__(console, options)

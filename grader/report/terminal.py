@@ -16,8 +16,9 @@ from grader.content.i18n import phrase
 from grader.content.quiz import has_quiz, message_in
 from grader.oracles.against import TRL_VERSION
 from grader.report.results import CheckResult, GradeResult
-from grader.report.styles import SYMBOL, Trimmed
+from grader.report.styles import SYMBOL, Prose, Trimmed
 
+SHAPE_ONLY = ("tensor of shape", "张量，形状")  # a tensor shown by shape only (grader.judging.expect.shape_only)
 DETAILED = 2  # failing checks shown in full per TODO (the rest: one line each)
 MESSAGE_LINES = 12
 OUTPUT_LINES = 12
@@ -32,28 +33,31 @@ def build_report(
 ) -> RenderableType:
     """The whole report; at most DETAILED failures per TODO are shown in full unless `verbose`."""
     parts: list[RenderableType] = [
-        Text.assemble((f"{kata.slug} · {localized(kata.title, lang)}", "title"), ("  " + target_label, "muted")),
+        Prose(Text.assemble((f"{kata.slug} · {localized(kata.title, lang)}", "title"), ("  " + target_label, "muted"))),
         Text(),
     ]
     if result.against:
         parts[1:1] = [_against_line(result, lang)]
     if verbose:
-        parts[1:1] = [Text(phrase(lang, "sandboxed" if result.sandboxed else "not_sandboxed"), style="muted")]
+        parts[1:1] = [Prose(phrase(lang, "sandboxed" if result.sandboxed else "not_sandboxed"), "muted")]
     if result.load_error:
-        parts += [Text(phrase(lang, "not_loaded") + ":", style="error"), _pad(Text(result.load_error), (0, 0, 1, 4))]
+        parts += [
+            Prose(phrase(lang, "not_loaded") + phrase(lang, "colon").rstrip(), "error"),
+            _pad(Prose(result.load_error), (0, 0, 1, 4)),
+        ]
     else:
         for todo, checks in _by_todo(result.checks):
             parts += _todo_section(todo, checks, kata, lang, None if verbose else DETAILED, result.diagnosis)
         if result.diagnosis:
             parts += _diagnosis(result, kata, lang)
     parts += _location(result, lang)
-    parts += [Text(_next_step(result, kata, lang), style="next"), Text(summary_line(result))]
+    parts += [Prose(_next_step(result, kata, lang), "next"), Text(summary_line(result))]
     return Trimmed(Group(*parts))
 
 
 def _against_line(result: GradeResult, lang: str) -> Text:
     n = sum(check.expected_from == result.against for check in result.checks)
-    return Text(phrase(lang, "against", version=TRL_VERSION, n=n, total=len(result.checks)), style="muted")
+    return Prose(phrase(lang, "against", version=TRL_VERSION, n=n, total=len(result.checks)), "muted")
 
 
 def _by_todo(checks: list[CheckResult]) -> list[tuple[int | str, list[CheckResult]]]:
@@ -88,7 +92,7 @@ def _todo_section(
     if failing and None not in blocking:
         first = min(blocking)
         key = "not_implemented" if first == todo else "waiting_for"
-        return [header, _pad(Text(phrase(lang, key, todo=first), style="muted"), (0, 0, 1, 4))]
+        return [header, _pad(Prose(phrase(lang, key, todo=first), "muted"), (0, 0, 1, 4))]
     lines: list[RenderableType] = [header]
     shown = _most_telling(failing, detailed)
     briefly: dict[str, list[CheckResult]] = {}  # the others by title: a parametrized check's cases fold
@@ -103,7 +107,7 @@ def _todo_section(
             cases = briefly[check.title_in(lang)]
             lines.append(_failed_title(cases, kata, lang, diagnosis, check.title_in(lang) in titles_shown))
     if detailed is not None and len(failing) > detailed:
-        lines.append(_pad(Text(phrase(lang, "more", slug=kata.slug), style="muted"), (0, 0, 0, 4)))
+        lines.append(_pad(Prose(phrase(lang, "more", slug=kata.slug), "muted"), (0, 0, 0, 4)))
     lines.append(Text())
     return lines
 
@@ -117,7 +121,7 @@ def _most_telling(failing: list[CheckResult], detailed: int | None) -> list[Chec
     if detailed is None:
         return failing
     distinct = list({check.name.split("[")[0]: check for check in reversed(failing)}.values())[::-1]
-    return sorted(distinct, key=lambda check: "tensor of shape" in check.message)[:detailed]
+    return sorted(distinct, key=lambda check: any(words in check.message for words in SHAPE_ONLY))[:detailed]
 
 
 def _failed_title(
@@ -133,7 +137,8 @@ def _failed_title(
         (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (tag, "misconception")
     )
     many = len(cases) > 1 or another_shown
-    count = phrase(lang, "more_cases" if another_shown else "cases", n=len(cases)) + " " if many else ""
+    count = phrase(lang, "more_cases" if another_shown else "cases", n=len(cases)) if many else ""
+    count += " " if count and lang == "en" else ""  # after a full-width colon, no space
     reason = (check.message.strip().splitlines() or [""])[-1].strip()
     below = Text.assemble((count, "muted"), (reason, "code"), no_wrap=True, overflow="ellipsis")
     return _pad(Group(line, _pad(below, (0, 0, 0, 2))) if below.plain else line, (0, 0, 0, 2))
@@ -145,14 +150,14 @@ def _failed_check(check: CheckResult, kata: Kata, lang: str) -> RenderableType:
         Text.assemble(
             (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (source, "muted")
         ),
-        _pad(Text(_clip(check.message, MESSAGE_LINES), style="code"), (0, 0, 0, 2)),
+        _pad(Prose(_clip(check.message, MESSAGE_LINES, lang), "code"), (0, 0, 0, 2)),
     ]
     if check.output.strip():
-        parts.append(_pad(Text(phrase(lang, "printed"), style="muted"), (0, 0, 0, 2)))
-        parts.append(_pad(Text(_clip(check.output.rstrip(), OUTPUT_LINES), style="muted"), (0, 0, 0, 4)))
+        parts.append(_pad(Prose(phrase(lang, "printed"), "muted"), (0, 0, 0, 2)))
+        parts.append(_pad(Prose(_clip(check.output.rstrip(), OUTPUT_LINES, lang), "muted"), (0, 0, 0, 4)))
     if check.misconception:
         title = localized(kata.misconception(check.misconception).title, lang)
-        parts.append(_pad(Text(f"⚑ {title}", style="misconception"), (0, 0, 0, 2)))
+        parts.append(_pad(Prose(f"⚑ {title}", "misconception"), (0, 0, 0, 2)))
     return _pad(Group(*parts), (0, 0, 0, 2))
 
 
@@ -160,11 +165,13 @@ def _diagnosis(result: GradeResult, kata: Kata, lang: str) -> list[RenderableTyp
     item = kata.misconception(result.diagnosis)
     count = sum(result.diagnosis in check.matches for check in result.checks)
     return [
-        Text.assemble(
-            (f"⚑ {phrase(lang, 'likely')}: {localized(item.title, lang)}", "misconception"),
-            (f"  ({phrase(lang, 'seen_in', n=count)})", "muted"),
+        Prose(
+            Text.assemble(
+                (f"⚑ {phrase(lang, 'likely')}{phrase(lang, 'colon')}{localized(item.title, lang)}", "misconception"),
+                (f"  {phrase(lang, 'seen_in', n=count)}", "muted"),
+            )
         ),
-        _pad(Text(localized(item.explanation, lang)), (0, 0, 1, 2)),
+        _pad(Prose(localized(item.explanation, lang)), (0, 0, 1, 2)),
     ]
 
 
@@ -186,9 +193,9 @@ def _location(result: GradeResult, lang: str) -> list[RenderableType]:
     else:
         *rest, last = location.todos
         line = phrase(lang, "located_many", todos=f"{', '.join(map(str, rest))} {phrase(lang, 'and')} {last}")
-    lines: list[RenderableType] = [Text(f"⌖ {line}", style="next")]
+    lines: list[RenderableType] = [Prose(f"⌖ {line}", "next")]
     if not result.diagnosis and not result.load_error and blank == {None}:
-        lines.append(Text(phrase(lang, "unknown_mistake"), style="muted"))
+        lines.append(Prose(phrase(lang, "unknown_mistake"), "muted"))
     return [*lines, Text()]
 
 
@@ -204,8 +211,8 @@ def _next_step(result: GradeResult, kata: Kata, lang: str) -> str:
     return phrase(lang, "next_done", slug=kata.slug)
 
 
-def _clip(text: str, max_lines: int) -> str:
+def _clip(text: str, max_lines: int, lang: str) -> str:
     lines = text.splitlines()
     if len(lines) <= max_lines:
         return text
-    return "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
+    return "\n".join(lines[:max_lines] + [phrase(lang, "more_lines", n=len(lines) - max_lines)])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from grader import DEFAULT_TIMEOUT, run_limit
 from grader.content.catalogue import Kata
+from grader.content.i18n import set_message_language
 from grader.judging.targets import warm_imports
 from grader.report.results import GradeResult
 from grader.run import sandbox, warm
@@ -100,6 +101,7 @@ def run_checks(
         drop = Path(scratch) / "drop" if sandbox.choose("auto") else None
         if drop is not None:
             drop.mkdir()
+        set_message_language(lang)  # the warm process's contestants word their refusals in it
         process, control = warm.start(warm_imports(kata), drop)  # first: it imports torch as the judge does
         arguments += ["--kata-warm-fd", str(control.fileno())] + (["--kata-drop", str(drop)] if drop else [])
         try:

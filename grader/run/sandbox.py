@@ -29,6 +29,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from grader.content.i18n import MESSAGE_VARIABLE
+
 WORK = "/kata/work"  # the file's private tmpfs inside the sandbox (a path no host folder is bound to)
 DROP = "/kata/drop"  # the judge's copy of the student's files, read-only
 NOBODY = 65534
@@ -99,6 +101,8 @@ def command(argv: list[str], drop: Path) -> list[str]:
 def _environment() -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp"}
     env |= {"PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    if os.environ.get(MESSAGE_VARIABLE):  # the language of the messages written in the sandbox
+        env[MESSAGE_VARIABLE] = os.environ[MESSAGE_VARIABLE]
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return env

@@ -36,6 +36,8 @@ import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
+from grader.content.i18n import say
+
 MAX_JSON = 64 * 2**20
 MAX_BLOB = 1 * 2**30
 MAX_DEPTH = 64
@@ -55,6 +57,9 @@ _DTYPES = {
     )
 }
 _FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+_WHAT_ZH = {"returned": "返回"}  # `what` of a refusal, in Chinese
 
 
 class WireError(ValueError):
@@ -90,7 +95,12 @@ class Encoder:
 
     def value(self, value, depth: int = 0, what: str = "returned"):
         if depth > MAX_DEPTH:
-            raise WireRefusal(f"{what} a structure nested more than {MAX_DEPTH} levels deep")
+            raise WireRefusal(
+                say(
+                    f"{what} a structure nested more than {MAX_DEPTH} levels deep",
+                    f"{_WHAT_ZH.get(what, what)}嵌套超过 {MAX_DEPTH} 层的结构",
+                )
+            )
         kind = type(value)
         if value is None or kind in (bool, int, str):
             return value
@@ -125,7 +135,12 @@ class Encoder:
 
     def _tensor(self, tensor: torch.Tensor) -> str:
         if tensor.dtype not in _DTYPES.values() or tensor.is_sparse or tensor.is_quantized:
-            raise WireRefusal(f"a tensor of dtype {tensor.dtype} cannot be compared; use float32 or float64")
+            raise WireRefusal(
+                say(
+                    f"a tensor of dtype {tensor.dtype} cannot be compared; use float32 or float64",
+                    f"dtype 为 {tensor.dtype} 的张量无法比较；请使用 float32 或 float64",
+                )
+            )
         name = f"t{len(self.tensors)}"
         self.tensors[name] = tensor.detach().to("cpu", copy=True).contiguous()
         return name
@@ -133,12 +148,21 @@ class Encoder:
 
 def refusal(value, what: str = "returned") -> str:
     """Why `value` may not cross, in the learner's words."""
+    name, what_zh = _plain_name(value), _WHAT_ZH.get(what, what)
     if isinstance(value, torch.Tensor):
-        return f"{what} a `{_plain_name(value)}`, not a plain `torch.Tensor`"
+        return say(
+            f"{what} a `{name}`, not a plain `torch.Tensor`", f"{what_zh}的是 `{name}`，而不是普通的 `torch.Tensor`"
+        )
     for plain in (float, int, str, list, tuple, dict, bool):
         if isinstance(value, plain):
-            return f"{what} a `{_plain_name(value)}`, not a plain `{plain.__name__}`"
-    return f"{what} a `{_plain_name(value)}`, which is not data the checks can compare"
+            return say(
+                f"{what} a `{name}`, not a plain `{plain.__name__}`",
+                f"{what_zh}的是 `{name}`，而不是普通的 `{plain.__name__}`",
+            )
+    return say(
+        f"{what} a `{name}`, which is not data the checks can compare",
+        f"{what_zh}的是 `{name}`，不是检查能够比较的数据",
+    )
 
 
 def pack(message: dict, keep=None) -> bytes:
