@@ -1,0 +1,141 @@
+"""Find English prose in text meant to be Chinese (issue 19's measure): the words left once code,
+identifiers, numbers, commands and the terms Chinese practitioners keep in English are set aside.
+
+    english_words("损失为 -0.75：`d loss` 不对", kata_names) -> []
+    english_words("largest difference 1 at [0]", set())    -> ["largest", "difference", "at"]
+"""
+
+import ast
+import re
+
+# Terms kept in English in Chinese text (katas/glossary.toml and the style rules), and units.
+KEPT = {
+    "TODO",
+    "TODOs",
+    "token",
+    "tokens",
+    "NaN",
+    "nan",
+    "inf",
+    "KL",
+    "GRPO",
+    "DPO",
+    "PPO",
+    "GAE",
+    "SFT",
+    "RLOO",
+    "DAPO",
+    "GSPO",
+    "IPO",
+    "RLVR",
+    "RL",
+    "RLHF",
+    "TRL",
+    "LoRA",
+    "GPU",
+    "CPU",
+    "CUDA",
+    "JSON",
+    "CSV",
+    "HTML",
+    "eps",
+    "beta",
+    "Python",
+    "PyTorch",
+    "torch",
+    "dtype",
+    "ValueError",
+    "TypeError",
+    "RuntimeError",
+    "NotImplementedError",
+    "SyntaxError",
+    "IndentationError",
+    "MemoryError",
+    "SystemExit",
+    "AssertionError",
+    "bwrap",
+    "fork",
+    "kata",
+    "katas",
+    "pytest",
+    "Tensor",
+    "tensor",
+    "float",
+    "int",
+    "bool",
+    "str",
+    "list",
+    "tuple",
+    "dict",
+    "None",
+    "True",
+    "False",
+    "id",
+    "ids",
+    "logits",
+    "softmax",
+    "sigmoid",
+    "logsigmoid",
+    "reshape",
+    "GiB",
+    "MB",
+    "KB",
+    "ms",
+    "SmolLM2",
+    "Instruct",
+    "Gradescope",
+    "LLM",
+    "AdamW",
+    "Adam",
+    "gguf",
+    "GGUF",
+    "k1",
+    "k2",
+    "k3",
+    "Bradley",
+    "Terry",
+    "REINFORCE",
+    "Dr",
+    "Schulman",
+    "DeepSeekMath",
+    "DeepSeek",
+    "Qwen",
+    "vLLM",
+    "verl",
+    "OpenRLHF",
+    "CS336",
+    "HF",
+}
+PASSED_LINE = re.compile(r"^\d+ passed, \d+ failed$", re.MULTILINE)  # the report's machine-readable last line
+CODE = re.compile(r"`[^`\n]*`")
+COMMAND = re.compile(r"\b(kata|pytest|nox|pip|python)( [-\w./=:@]+)+")
+PATHLIKE = re.compile(r"[\w.~-]*[/\\][^\s，。；：（）]*|\S+\.(py|json|csv|toml|md|html|txt)\b")
+IDENTIFIER = re.compile(r"\b[A-Za-z_][\w.]*(\(|_|\.|\d)[\w.()\[\]=,]*")  # snake_case, dotted, calls, digits
+WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]")
+
+
+def english_words(text: str, names: set[str] = frozenset()) -> list[str]:
+    """The English words of `text` outside code spans, commands, paths and identifiers that are
+    neither kept terms nor `names` (the kata's own identifiers). Single letters are variables."""
+    for pattern in (PASSED_LINE, CODE, COMMAND, PATHLIKE, IDENTIFIER):
+        text = pattern.sub(" ", text)
+    return [word for word in WORD.findall(text) if word not in KEPT and word not in names]
+
+
+def code_names(source: str, constants: bool = True) -> set[str]:
+    """Every identifier of a Python source, and (with `constants`) its identifier-like strings."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg)
+        elif constants and isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)
+    return names
