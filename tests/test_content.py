@@ -8,6 +8,7 @@ import difflib
 import io
 import os
 import re
+import tomllib
 from dataclasses import replace
 
 import pytest
@@ -130,6 +131,44 @@ def test_metadata_is_complete_in_both_languages(kata):
     for lang in ("en", "zh"):
         assert len(kata.lesson(lang).splitlines()) > 40
     assert CJK.search(kata.lesson("zh")) and not CJK.search(kata.lesson("en"))
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_chinese_exercise_has_every_docstring_in_chinese_and_the_same_code(kata):
+    """docstrings.zh.toml gives the module and every documented function, class and method of the
+    kata's own reference in Chinese, names nothing else, and changes nothing but docstrings."""
+    own = ast.parse(render.read_reference(kata.slug))
+    documented = {"module"} if ast.get_docstring(own) else set()
+    for node in own.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and ast.get_docstring(node):
+            documented.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            methods = [child for child in node.body if isinstance(child, ast.FunctionDef) and ast.get_docstring(child)]
+            documented.update(f"{node.name}.{child.name}" for child in methods)
+    path = kata.folder / "docstrings.zh.toml"
+    texts = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    assert set(texts) == documented, f"missing {documented - set(texts)}, unknown {set(texts) - documented}"
+    assert all(CJK.search(text) for text in texts.values())
+    chinese, english = kata.template("zh"), kata.template("en")
+    assert _without_docstrings(chinese) == _without_docstrings(english)
+    assert all(ast.get_docstring(node) is None or CJK.search(ast.get_docstring(node)) for node in _documented(chinese))
+
+
+def _documented(source: str) -> list:
+    tree = ast.parse(source)
+    return [tree, *(node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.ClassDef))]
+
+
+def _without_docstrings(source: str) -> str:
+    """The module's AST without docstrings, comments or the TODO guidance (which is localised too)."""
+    tree = ast.parse(source)
+    for node in [tree, *(node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.ClassDef))]:
+        if ast.get_docstring(node) is not None:
+            node.body = node.body[1:]
+    for node in ast.walk(tree):  # the raise of a blank TODO carries its localised title
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            node.exc.args = []
+    return ast.dump(tree)
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=SLUGS)

@@ -135,7 +135,20 @@ class Kata:
             f"Stuck? kata hint {self.slug}    The lesson: kata show {self.slug}",
             "",
         ]
-        return render.template_source(self.solution(), steps, header, filled)
+        return render.template_source(
+            render.translate_docstrings(self.solution(), self.docstrings(lang)), steps, header, filled
+        )
+
+    def docstrings(self, lang: str) -> dict[str, str]:
+        """The docstrings of the reference in `lang` ({} in English): katas/SLUG/docstrings.LANG.toml,
+        over those of the katas it includes (their functions are in its reference too)."""
+        if lang == "en":
+            return {}
+        texts: dict[str, str] = {}
+        for kata in self.includes:
+            texts |= {key: value for key, value in kata.docstrings(lang).items() if key != "module"}
+        path = self.folder / f"docstrings.{lang}.toml"
+        return texts | (_read_toml(path) if path.exists() else {})
 
     def variant(self, misconception_id: str) -> str:
         item = self.misconception(misconception_id)

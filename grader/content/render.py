@@ -177,6 +177,46 @@ def transplant(learner: str, solution: str, numbers: set[int]) -> str:
     return "\n".join(out) + "\n"
 
 
+def translate_docstrings(source: str, docstrings: dict[str, str]) -> str:
+    """`source` with docstrings replaced by `docstrings`' texts: key "module" for the module's, a
+    function's or class's name for its own, "Class.method" for a method's. Names not in
+    `docstrings` keep theirs; only the docstrings' lines change."""
+    import ast
+
+    spans: list[tuple[int, int, int, str]] = []  # (first line, last line, indent, new text), 1-based
+
+    def visit(body: list, prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                name = f"{prefix}{node.name}"
+                if name in docstrings and ast.get_docstring(node) is not None:
+                    first = node.body[0]
+                    spans.append((first.lineno, first.end_lineno, first.col_offset, docstrings[name]))
+                if isinstance(node, ast.ClassDef):
+                    visit(node.body, f"{name}.")
+
+    tree = ast.parse(source)
+    if "module" in docstrings and ast.get_docstring(tree) is not None:
+        first = tree.body[0]
+        spans.append((first.lineno, first.end_lineno, 0, docstrings["module"]))
+    visit(tree.body, "")
+    lines = source.splitlines()
+    for start, end, column, text in sorted(spans, reverse=True):
+        pad = " " * column
+        body = text.strip().splitlines()
+        new = (
+            [f'{pad}"""{body[0]}"""']
+            if len(body) == 1
+            else [
+                f'{pad}"""{body[0]}',
+                *[f"{pad}{line}".rstrip() for line in body[1:]],
+                f'{pad}"""',
+            ]
+        )
+        lines[start - 1 : end] = new
+    return "\n".join(lines) + "\n"
+
+
 def apply_edit(source: str, find: str, replace: str) -> str:
     """Replace the one occurrence of `find`; refuse when there are none or several."""
     count = source.count(find)
