@@ -70,3 +70,17 @@ def test_kata_check_remembers_them_and_names_from_what_it_remembers(tmp_path, mo
     graded = run_checks(KATA, learner)
     assert [check.status for check in graded.checks] == [check.status for check in built_in.checks]
     assert graded.diagnosis is None
+
+
+def test_a_mistake_is_named_alike_in_either_language_from_fingerprints_of_its_own(tmp_path, monkeypatch):
+    """A run compares the learner's messages with the variants' in the language both were written in:
+    each language keeps its own fingerprints, and the same mistake is named in both."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    learner = tmp_path / "group_advantages.py"
+    learner.write_text(KATA.variant("sample_std"), encoding="utf-8")
+    english, chinese = run_checks(KATA, learner, lang="en"), run_checks(KATA, learner, lang="zh")
+    assert english.diagnosis == chinese.diagnosis == "sample_std"
+    assert [check.status for check in english.checks] == [check.status for check in chinese.checks]
+    messages = {check.message for check in english.checks} ^ {check.message for check in chinese.checks}
+    assert messages, "the two runs wrote the same messages: the Chinese one is not Chinese"
+    assert len(list(fingerprints_folder().glob(f"{KATA.slug}-*.json"))) == 2
