@@ -4,7 +4,8 @@ and Chinese punctuation.
 The texts: every "zh" field of kata.toml, misconceptions.toml and questions.toml; the prose of
 lesson.zh.md (fenced code blocks and inline `code` left out); the "zh:" line of each check's
 docstring; and the Chinese (second) argument of every `say(en, zh)` call in katas/*/checks.py and
-grader/**/*.py. Code (`...` spans, f-string fields) is left out before the rules look.
+grader/**/*.py. Code (`...` spans, f-string fields, the name a guidance line assigns) is left out
+before the rules look.
 """
 
 import ast
@@ -21,6 +22,7 @@ HAN = "\u3400-\u4dbf\u4e00-\u9fff"  # Chinese characters
 HALF_WIDTH = re.escape(GLOSSARY["punctuation"]["half_width"])
 CRAMPED = re.compile(f"[{HAN}][{HALF_WIDTH}]|[{HALF_WIDTH}][{HAN}]")
 CODE = re.compile(r"`[^`\n]*`")
+ASSIGNED = re.compile(r"^\s*[A-Za-z_]\w*\s+=\s")  # a guidance line's `name = ...`: the name is code
 FENCE = re.compile(r"^\s*(```|~~~)")
 FIELD = "\x00"  # what stands for an f-string field or a code span: no letter, no punctuation
 
@@ -108,7 +110,7 @@ VARIANTS = [
 
 def problems(text: str) -> list[str]:
     """What is wrong with one Chinese text: replaced variants, cramped half-width punctuation, quotes."""
-    prose = CODE.sub(FIELD, text)
+    prose = ASSIGNED.sub(FIELD, CODE.sub(FIELD, text))
     found = []
     for allowed in (form for term in GLOSSARY["term"] for form in term.get("allowed", [])):
         prose = prose.replace(allowed, FIELD)
