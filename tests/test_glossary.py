@@ -10,6 +10,7 @@ before the rules look.
 
 import ast
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -102,9 +103,7 @@ def _variant_pattern(variant: str) -> re.Pattern:
 
 
 VARIANTS = [
-    (_variant_pattern(variant), variant, term)
-    for term in GLOSSARY["term"]
-    for variant in term.get("replaces", [])
+    (_variant_pattern(variant), variant, term) for term in GLOSSARY["term"] for variant in term.get("replaces", [])
 ]
 
 
@@ -142,7 +141,19 @@ def test_the_texts_are_all_found():
 
 def test_every_chinese_text_follows_the_glossary():
     wrong = [f"{where}: {problem}\n    {text}" for where, text in TEXTS for problem in problems(text)]
-    assert not wrong, f"{len(wrong)} Chinese texts break the glossary:\n" + "\n".join(wrong)
+    if wrong:
+        pytest.fail(f"{len(wrong)} Chinese texts break the glossary:\n" + "\n".join(wrong), pytrace=False)
+
+
+def test_a_check_file_gives_its_zh_lines_and_say_messages(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    path = tmp_path / "checks.py"
+    path.write_text(
+        'def test_x():\n    """Title\n\n    zh: 标题\n    """\n'
+        '    raise AssertionError(say(f"{a} failed", f"{a}：失败"))\n',
+        encoding="utf-8",
+    )
+    assert sorted(text for _, text in _python_texts(path)) == [FIELD + "：失败", "标题"]
 
 
 @pytest.mark.parametrize(
@@ -167,7 +178,7 @@ def test_a_bad_text_is_caught(text, expected):
     [
         "把 `ratio` 限制在 [1 - clip_range, 1 + clip_range]（见 `torch.clamp`）",
         "填充（padding）位置的掩码为 0，之后的填充 token 不计入损失",
-        "`rollout[\"max_length_hit_ratio\"]` 与 “门槛” 比较：P(y_a 优于 y_b) = 0.88",
+        '`rollout["max_length_hit_ratio"]` 与 “门槛” 比较：P(y_a 优于 y_b) = 0.88',
     ],
 )
 def test_a_good_text_passes(text):
