@@ -242,7 +242,7 @@ def test_gspo_ratio_is_a_mean_over_the_valid_tokens(expect):
 def test_gspo_tokens_of_a_response_share_one_ratio(expect):
     """gspo_loss gradient: equal on every valid token of a response, 0 on padding (inside the clip)
 
-    zh: gspo_loss 的梯度：同一回答的每个有效 token 相等，padding 上为 0（在裁剪区间内）
+    zh: gspo_loss 的梯度：同一回答的每个有效 token 相等，填充位置为 0（在裁剪区间内）
     """
     new, old, advantages, mask = random_batch(8, spread=0.1)
     _, grads = expect.gradients(GSPO, new, old, advantages, mask, wrt=("log_probs_new",), **WIDE)

@@ -88,7 +88,7 @@ def test_loss_and_gradients_match_reference(expect, seed, beta):
 def test_swapping_chosen_and_rejected_flips_the_margin(expect):
     """One pair at beta = 1: exchanging chosen and rejected negates h, so loss(swapped) - loss = h
 
-    zh: 单个偏好对、beta = 1：交换 chosen 与 rejected 会使 h 变号，因此 loss(交换后) - loss = h
+    zh: 单个偏好对、beta = 1：交换 chosen 与 rejected 会使 h 变号，因此交换后的损失减去原损失等于 h
     """
     for index, (pc, pr, rc, rr) in enumerate(zip(*random_pairs(10, batch=3))):
         pair = tuple(t.reshape(1) for t in (pc, pr, rc, rr))
@@ -270,7 +270,7 @@ def test_ipo_is_zero_at_its_target(expect):
 def test_implicit_rewards_match_reference(expect, beta):
     """Implicit rewards equal beta * (policy - reference) for chosen and rejected
 
-    zh: 隐式奖励等于 beta * (策略 - 参考)，chosen 与 rejected 各一份
+    zh: 隐式奖励等于 beta * (policy_logp - ref_logp)，chosen 与 rejected 各一份
     """
     expect.matches_reference(REWARDS, *random_pairs(9), beta=beta)
     expect.matches_reference(REWARDS, *lesson_batch())

@@ -256,7 +256,7 @@ def test_rewards_match_reference_without_a_mask(expect):
 def test_rewards_match_reference_with_right_padding(expect):
     """With ragged right padding each row is read at its own last real token (bool or 0/1 mask)
 
-    zh: 右侧 padding 长短不一时，每行在自己的最后一个真实 token 处读取（bool 或 0/1 mask）
+    zh: 右侧填充（padding）长短不一时，每行在自己的最后一个真实 token 处读取（bool 或 0/1 mask）
     """
     ids, mask = batch(LENGTHS_WITH_FULL_ROW, seed=1)
     rewards = rewards_match_reference(expect, "causal", ids, mask, LENGTHS_WITH_FULL_ROW)
@@ -268,7 +268,7 @@ def test_rewards_match_reference_with_right_padding(expect):
 def test_padding_after_the_last_real_token_changes_nothing(expect):
     """Changing the ids at padded positions leaves every reward unchanged (causal backbone)
 
-    zh: 修改 padding 位置的 id 不改变任何 reward（因果 backbone）
+    zh: 修改填充位置的 id 不改变任何奖励（因果 backbone）
     """
     ids, mask = batch(LENGTHS_ALL_PADDED, seed=2)
     model = build(expect.learner, "causal", 2)
@@ -350,7 +350,7 @@ def test_equal_rewards_give_log_2(expect):
 def test_loss_is_finite_for_huge_margins(expect):
     """Margins of +1e4, -1e4 and 2 give the finite reference loss (no log of 0)
 
-    zh: margin 为 +1e4、-1e4 和 2 时得到有限的参考损失（不会对 0 取 log）
+    zh: 间隔（margin）为 +1e4、-1e4 和 2 时得到有限的参考损失（不会对 0 取 log）
     """
     chosen = torch.tensor([1e4, 0.0, 3.0])
     rejected = torch.tensor([0.0, 1e4, 1.0])

@@ -200,7 +200,7 @@ def test_reward_values_on_the_lesson_cases(expect):
 def test_reward_values_on_the_usual_hacks(expect):
     """Reward values vs the reference on hacks: empty tags, hedged tags, buried or restated gold
 
-    zh: 在钻空子的回答上与参考答案比较奖励值：空标签、多个标签押注、埋在猜测中或复述题面的标准答案
+    zh: 在钻空子的回答上与参考答案比较奖励值：空标签、多个标签两头下注、埋在猜测中或复述题面的标准答案
     """
     each_case(
         expect,

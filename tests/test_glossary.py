@@ -1,0 +1,185 @@
+"""The glossary, enforced: every Chinese text a learner reads uses the terms of katas/glossary.toml
+and Chinese punctuation.
+
+The texts: every "zh" field of kata.toml, misconceptions.toml and questions.toml; the prose of
+lesson.zh.md (fenced code blocks and inline `code` left out); the "zh:" line of each check's
+docstring; and the Chinese (second) argument of every `say(en, zh)` call in katas/*/checks.py and
+grader/**/*.py. Code (`...` spans, f-string fields, the name a guidance line assigns) is left out
+before the rules look.
+"""
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KATAS_DIR = ROOT / "katas"
+GLOSSARY = tomllib.loads((KATAS_DIR / "glossary.toml").read_text(encoding="utf-8"))
+HAN = "\u3400-\u4dbf\u4e00-\u9fff"  # Chinese characters
+HALF_WIDTH = re.escape(GLOSSARY["punctuation"]["half_width"])
+CRAMPED = re.compile(f"[{HAN}][{HALF_WIDTH}]|[{HALF_WIDTH}][{HAN}]")
+CODE = re.compile(r"`[^`\n]*`")
+ASSIGNED = re.compile(r"^\s*[A-Za-z_]\w*\s+=\s")  # a guidance line's `name = ...`: the name is code
+FENCE = re.compile(r"^\s*(```|~~~)")
+FIELD = "\x00"  # what stands for an f-string field or a code span: no letter, no punctuation
+
+
+# -- the texts ------------------------------------------------------------------------------------
+
+
+def _zh_fields(node, where: str):
+    """(where, text) for every string under a "zh" key anywhere in a TOML document."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "zh":
+                for text in value if isinstance(value, list) else [value]:
+                    yield where, text
+            else:
+                yield from _zh_fields(value, where)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _zh_fields(item, where)
+
+
+def _lesson_prose(path: Path):
+    """(where, line) for each prose line of a Markdown lesson: fenced code blocks left out."""
+    fenced = False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and line.strip():
+            yield f"{_name(path)}:{number}", line
+
+
+def _text_of(node: ast.expr) -> str | None:
+    """The text of a string literal or f-string, each field replaced by FIELD; None for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_text_of(part) or FIELD for part in node.values)
+    return None
+
+
+def _python_texts(path: Path):
+    """(where, text) for the zh: line of each function's docstring and the zh argument of each say()."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and path.name == "checks.py":
+            for line in (ast.get_docstring(node) or "").splitlines():
+                if line.startswith("zh:"):
+                    yield f"{_name(path)}:{node.lineno}", line.removeprefix("zh:").strip()
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "say" and len(node.args) == 2:
+            text = _text_of(node.args[1])
+            if text is not None:
+                yield f"{_name(path)}:{node.lineno}", text
+
+
+def _name(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def chinese_texts():
+    """(where, text) for every Chinese text of the katas and the grader's check messages."""
+    for path in sorted(KATAS_DIR.glob("*/*.toml")):
+        yield from _zh_fields(tomllib.loads(path.read_text(encoding="utf-8")), _name(path))
+    for path in sorted(KATAS_DIR.glob("*/lesson.zh.md")):
+        yield from _lesson_prose(path)
+    for path in sorted([*KATAS_DIR.glob("*/checks.py"), *(ROOT / "grader").rglob("*.py")]):
+        yield from _python_texts(path)
+
+
+# -- the rules ------------------------------------------------------------------------------------
+
+
+def _variant_pattern(variant: str) -> re.Pattern:
+    """A variant as a pattern: an ASCII word matches only as a whole word, and case-sensitively."""
+    edge = "(?<![A-Za-z])" if variant[0].isascii() else ""
+    end = "(?![A-Za-z])" if variant[-1].isascii() else ""
+    return re.compile(edge + re.escape(variant) + end)
+
+
+VARIANTS = [
+    (_variant_pattern(variant), variant, term) for term in GLOSSARY["term"] for variant in term.get("replaces", [])
+]
+
+
+def problems(text: str) -> list[str]:
+    """What is wrong with one Chinese text: replaced variants, cramped half-width punctuation, quotes."""
+    prose = ASSIGNED.sub(FIELD, CODE.sub(FIELD, text))
+    found = []
+    for allowed in (form for term in GLOSSARY["term"] for form in term.get("allowed", [])):
+        prose = prose.replace(allowed, FIELD)
+    for pattern, variant, term in VARIANTS:
+        if pattern.search(prose):
+            found.append(f"“{variant}” where the glossary says “{term['zh']}” ({term['en']})")
+    for match in CRAMPED.finditer(prose):
+        mark = re.sub(f"[{HAN}]", "", match.group())
+        found.append(f"half-width “{mark}” next to Chinese in “…{match.group()}…”")
+    quoted = prose.split('"')[1::2]  # between the 1st and 2nd ", the 3rd and 4th ...
+    if any(re.search(f"[{HAN}]", inside) for inside in quoted):
+        found.append('ASCII "…" around Chinese: write “…”')
+    if "「" in prose or "」" in prose:
+        found.append("「…」: write “…”")
+    return found
+
+
+# -- the tests ------------------------------------------------------------------------------------
+
+TEXTS = [(where, text) for where, text in chinese_texts() if re.search(f"[{HAN}]", text)]
+
+
+def test_the_texts_are_all_found():
+    """Every kind of text is read: TOML fields, lesson prose, check docstrings, say() messages."""
+    places = {where.split(":")[0].rsplit("/", 1)[-1] for where, _ in TEXTS}
+    assert {"kata.toml", "misconceptions.toml", "questions.toml", "lesson.zh.md", "checks.py"} <= places
+    assert any(where.startswith("grader/") for where, _ in TEXTS)
+
+
+def test_every_chinese_text_follows_the_glossary():
+    wrong = [f"{where}: {problem}\n    {text}" for where, text in TEXTS for problem in problems(text)]
+    if wrong:
+        pytest.fail(f"{len(wrong)} Chinese texts break the glossary:\n" + "\n".join(wrong), pytrace=False)
+
+
+def test_a_check_file_gives_its_zh_lines_and_say_messages(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    path = tmp_path / "checks.py"
+    path.write_text(
+        'def test_x():\n    """Title\n\n    zh: 标题\n    """\n'
+        '    raise AssertionError(say(f"{a} failed", f"{a}：失败"))\n',
+        encoding="utf-8",
+    )
+    assert sorted(text for _, text in _python_texts(path)) == [FIELD + "：失败", "标题"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("逐 Token 的比率", "“Token”"),
+        ("每个词元的概率", "“词元”"),
+        ("两项 surrogate 取了最大值", "“surrogate”"),
+        ("不要押注两边", "“押注”"),
+        ("损失:与参考答案比较", "half-width “:”"),
+        ("把比率限制在(1 - eps)之内", "half-width “(”"),
+        ('7/3 对 "2.33333" 不成立，而 "甲" 也不行', 'ASCII "…"'),
+        ("叫做「优势」", "「…」"),
+    ],
+)
+def test_a_bad_text_is_caught(text, expected):
+    assert any(expected in problem for problem in problems(text)), problems(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "把 `ratio` 限制在 [1 - clip_range, 1 + clip_range]（见 `torch.clamp`）",
+        "填充（padding）位置的掩码为 0，之后的填充 token 不计入损失",
+        '`rollout["max_length_hit_ratio"]` 与 “门槛” 比较：P(y_a 优于 y_b) = 0.88',
+    ],
+)
+def test_a_good_text_passes(text):
+    assert problems(text) == []
