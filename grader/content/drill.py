@@ -291,9 +291,8 @@ def read_header(text: str, lang: str = "en") -> dict:
 def drill_from_file(text: str, lang: str = "en") -> Drill:
     """Rebuild the drill a drill file was made from."""
     settings = read_header(text, lang)
-    return make_drill(
-        settings["slug"], settings["seed"], settings["level"], settings["blanks"], function=settings["function"], lang=lang
-    )
+    level, blanks = settings["level"], settings["blanks"]
+    return make_drill(settings["slug"], settings["seed"], level, blanks, function=settings["function"], lang=lang)
 
 
 # -- answers -----------------------------------------------------------------------------------
@@ -495,9 +494,7 @@ def verdicts_view(verdicts: list[Verdict], lang: str = "en"):
         if v.status == "right":
             lines.append(Text.assemble(("✓ ", "passed"), tag, (v.answer, "code")))
         elif v.status == "blank":
-            lines.append(
-                Text.assemble(("✗ ", "failed"), tag, phrase(lang, "drill_blank"), (v.expected, "code"))
-            )
+            lines.append(Text.assemble(("✗ ", "failed"), tag, phrase(lang, "drill_blank"), (v.expected, "code")))
         elif v.status == "equivalent":
             lines.append(
                 Text.assemble(
@@ -511,7 +508,9 @@ def verdicts_view(verdicts: list[Verdict], lang: str = "en"):
             )
         else:
             lines.append(
-                Text.assemble(("✗ ", "failed"), tag, (v.answer, "code"), phrase(lang, "drill_wrong"), (v.expected, "code"))
+                Text.assemble(
+                    ("✗ ", "failed"), tag, (v.answer, "code"), phrase(lang, "drill_wrong"), (v.expected, "code")
+                )
             )
     same = sum(v.status == "right" for v in verdicts)
     lines.append(Text(phrase(lang, "drill_same", same=same, n=len(verdicts)), style="title"))

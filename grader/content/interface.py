@@ -258,4 +258,3 @@ def phrase(lang: str, key: str, **values) -> str:
     if values.get("n") == 1 and f"{key}_one" in table:
         key = f"{key}_one"
     return table[key].format(**values)
-
