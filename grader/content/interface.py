@@ -172,7 +172,7 @@ PHRASES = {
         "hard": "困难",
         "checks_of": "{status}（{passed}/{total} 项检查）",
         "drill_scores": "默写：{scores}",
-        "after": "前置：{after}",
+        "after": "需先完成 {after}",
         "next": "下一步：{command}",
         "all_passed": "所有 kata 都已通过。",
         "template_fill": "完成每个 TODO，然后运行：kata check {slug}",
