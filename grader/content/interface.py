@@ -119,7 +119,8 @@ PHRASES = {
         "misconceptions": "Misconceptions",
         "none_diagnosed": "none diagnosed",
         "misconceptions_files": "Misconceptions (files diagnosed)",
-        "feedback": "Feedback",
+        "feedback_title": "Feedback",
+        "feedback": "feedback",
         # kata gradescope
         "gs_wrote": "wrote {out} ({n} files): upload it as the autograder",
         "gs_sandboxed": "graded {files} with the checks of `kata check`, in the OS sandbox (bwrap)",
@@ -132,6 +133,8 @@ PHRASES = {
         "gs_lost": "lost",
         "gs_passed": "passed",
         "gs_failed": "failed",
+        "gs_error": "error",
+        "gs_timeout": "timeout",
     },
     "zh": {
         "wrote_todos": "[passed]✓[/] 已写入 [code]{path}[/]（{todos}）",
@@ -235,6 +238,7 @@ PHRASES = {
         "misconceptions": "误区",
         "none_diagnosed": "未诊断出误区",
         "misconceptions_files": "误区（诊断出的文件数）",
+        "feedback_title": "反馈",
         "feedback": "反馈",
         "gs_wrote": "已写入 {out}（{n} 个文件）：把它上传为自动评分程序",
         "gs_sandboxed": "已用 `kata check` 的检查评分 {files}，在操作系统沙箱（bwrap）中运行",
@@ -247,6 +251,8 @@ PHRASES = {
         "gs_lost": "失分",
         "gs_passed": "通过",
         "gs_failed": "未通过",
+        "gs_error": "出错",
+        "gs_timeout": "超时",
     },
 }
 
