@@ -86,6 +86,16 @@ def test_a_bad_argument_is_one_chinese_line_and_status_2(kata_main, argv):
     assert_chinese(run.err)
 
 
+def test_a_bad_points_file_is_one_chinese_line(kata_main, tmp_path):
+    (tmp_path / "class").mkdir()
+    (tmp_path / "points.toml").write_text("[grpo_loss]\ntodo9 = 2\n")
+
+    run = kata_main("grade", "class", "--points", "points.toml", "--no-sandbox", "--lang", "zh")
+
+    assert run.status == 2 and "grpo_loss 没有 'todo9'；它有的是 `todo1" in run.err
+    assert_chinese(run.err)
+
+
 def test_an_unknown_kata_still_suggests_the_closest_in_chinese(kata_main, monkeypatch):
     monkeypatch.setenv("KATA_LANG", "zh")
     run = kata_main("start", "grpo_los")

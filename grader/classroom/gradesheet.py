@@ -43,20 +43,21 @@ class PointsError(ValueError):
     """A --points file that names an unknown kata or key, or gives a bad number (said in one line)."""
 
 
-def check_points(overrides: dict) -> dict[str, dict[str, int]]:
-    """`overrides` ({slug: {key: points}}, a --points file) as it is, or PointsError naming what is wrong."""
+def check_points(overrides: dict, lang: str = "en") -> dict[str, dict[str, int]]:
+    """`overrides` ({slug: {key: points}}, a --points file) as it is, or PointsError naming what is
+    wrong (in `lang`)."""
     for slug, table in overrides.items():
         try:
             keys = kata_points(slug)
         except LookupError:
-            raise PointsError(f"{slug!r} names no kata") from None
+            raise PointsError(phrase(lang, "points_no_kata", slug=slug)) from None
         if not isinstance(table, dict):
-            raise PointsError(f"[{slug}] must be a table of todoN = points")
+            raise PointsError(phrase(lang, "points_not_table", slug=slug))
         for key, value in table.items():
             if key not in keys:
-                raise PointsError(f"{slug} has no {key!r}; it has {', '.join(keys)}")
+                raise PointsError(phrase(lang, "points_no_key", slug=slug, name=key, keys=", ".join(keys)))
             if type(value) is not int or value < 0:
-                raise PointsError(f"{slug}.{key} must be a whole number >= 0, not {value!r}")
+                raise PointsError(phrase(lang, "points_bad_number", slug=slug, name=key, value=value))
     return overrides
 
 

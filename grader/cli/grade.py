@@ -88,7 +88,7 @@ def grade(
                 catalogue.get_kata(name)
             except catalogue.UnknownKata:
                 raise click.BadParameter(catalogue.unknown_kata(name, lang), param_hint="--katas") from None
-    points = _read_points(points_file) if points_file else None
+    points = _read_points(points_file, lang) if points_file else None
     from grader.run import sandbox
 
     why = None if no_sandbox else sandbox.problem()
@@ -125,7 +125,7 @@ def grade(
     return 0
 
 
-def _read_points(path: Path) -> dict:
+def _read_points(path: Path, lang: str = "en") -> dict:
     """The --points file: {slug: {key: points}}, checked against the katas (one-line error, status 2)."""
     import tomllib
 
@@ -133,7 +133,7 @@ def _read_points(path: Path) -> dict:
 
     try:
         with path.open("rb") as handle:
-            return gradesheet.check_points(tomllib.load(handle))
+            return gradesheet.check_points(tomllib.load(handle), lang)
     except (OSError, tomllib.TOMLDecodeError, gradesheet.PointsError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise click.BadParameter(message, param_hint="--points") from None
