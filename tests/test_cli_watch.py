@@ -40,7 +40,7 @@ def fake_grade(monkeypatch):
     """Replace the grading run in `kata watch` by a record of what it was asked to grade."""
     calls = []
 
-    def grade(kata, target, timeout):
+    def grade(kata, target, timeout, lang="en"):
         calls.append((kata.slug, str(target)))
         return GradeResult(kata.slug, str(target), [CheckResult("stub", "stub", 1, "passed")])
 

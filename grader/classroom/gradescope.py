@@ -95,8 +95,11 @@ def source_files(root: Path) -> list[Path]:
     return files
 
 
-def build_zip(slugs: list[str], out: Path, scoring: str = "todos", visibility: str = "visible") -> list[str]:
-    """Write the autograder zip to `out`; return its member names. setup.sh and run_autograder are 0755."""
+def build_zip(
+    slugs: list[str], out: Path, scoring: str = "todos", visibility: str = "visible", lang: str = "en"
+) -> list[str]:
+    """Write the autograder zip to `out`; return its member names. setup.sh and run_autograder are 0755.
+    `lang`: the language of the feedback and the results' texts."""
     from grader.content import catalogue
 
     for slug in slugs:
@@ -104,7 +107,7 @@ def build_zip(slugs: list[str], out: Path, scoring: str = "todos", visibility: s
     if scoring not in SCORINGS or visibility not in VISIBILITIES:
         raise GradescopeError(f"bad scoring {scoring!r} or visibility {visibility!r}")
     root = project_root()
-    config = {"slugs": slugs, "scoring": scoring, "visibility": visibility}
+    config = {"slugs": slugs, "scoring": scoring, "visibility": visibility} | ({"lang": lang} if lang != "en" else {})
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
             info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
@@ -124,13 +127,14 @@ def autograder_root() -> Path:
     return Path(os.environ.get(ROOT_VARIABLE) or "/autograder")
 
 
-def grade_submission(submission: Path, slugs: list[str], scoring: str, visibility: str) -> dict:
+def grade_submission(submission: Path, slugs: list[str], scoring: str, visibility: str, lang: str = "en") -> dict:
     """results.json for the kata files in `submission` (a folder): see the module's docstring."""
     from grader.classroom import batch, feedback, gradesheet
+    from grader.content.interface import phrase
     from grader.run import sandbox
 
     why = sandbox.problem()
-    settings = batch.Settings(sandboxed=why is None)
+    settings = batch.Settings(sandboxed=why is None, lang=lang)
     with tempfile.TemporaryDirectory(prefix="kata-gradescope-") as scratch:
         folder = Path(scratch) / "class"
         folder.mkdir()
@@ -145,42 +149,44 @@ def grade_submission(submission: Path, slugs: list[str], scoring: str, visibilit
     tests = []
     for slug in slugs:
         record = run.records.get((STUDENT, slug))
-        text = feedback.feedback_text(slug, record, "en")
+        text = feedback.feedback_text(slug, record, lang)
         entry = sheet["students"][STUDENT][slug]
-        tests += _tests(slug, entry, sheet["points"][slug], scoring, text, visibility)
+        tests += _tests(slug, entry, sheet["points"][slug], scoring, text, visibility, lang)
     files = ", ".join(f"{slug}.py" for slug in slugs)
-    notes = [f"graded {files} with the checks of `kata check`, in the OS sandbox (bwrap)"]
-    if why:
-        notes = [f"graded {files} with the checks of `kata check`, WITHOUT the OS sandbox: {why}"]
+    note = phrase(lang, "gs_unsandboxed", files=files, why=why) if why else phrase(lang, "gs_sandboxed", files=files)
     return {
         "score": round(sum(test["score"] for test in tests), 4),
         "tests": tests,
-        "output": "\n".join(notes) + "\n",
+        "output": note + "\n",
     }
 
 
-def _tests(slug: str, entry: dict, weights: dict[str, int], scoring: str, text: str, visibility: str) -> list[dict]:
-    """Gradescope tests for one kata: per TODO and contract (points) or per check (1 each)."""
-    from grader.content.catalogue import get_kata
+def _tests(
+    slug: str, entry: dict, weights: dict[str, int], scoring: str, text: str, visibility: str, lang: str = "en"
+) -> list[dict]:
+    """Gradescope tests for one kata: per TODO and contract (points) or per check (1 each); their
+    names and outputs in `lang`."""
+    from grader.content.catalogue import get_kata, localized
+    from grader.content.interface import phrase
 
     def test(name: str, score: float, top: float, status: str) -> dict:
         return {
             "name": f"{slug}: {name}",
             "score": score,
             "max_score": top,
-            "output": f"{status}\n\n{text}",
+            "output": f"{phrase(lang, 'gs_' + status.replace(' ', '_'))}\n\n{text}",
             "visibility": visibility,
         }
 
     missing = entry["status"] == "missing"
     if scoring == "checks":
         if missing or not entry["checks"]:
-            return [test("every check", 0, 1, "not graded")]
+            return [test(phrase(lang, "gs_every_check"), 0, 1, "not graded")]
         return [test(c["title"] or c["name"], int(c["status"] == "passed"), 1, c["status"]) for c in entry["checks"]]
-    titles = {f"todo{todo.number}": todo.title.get("en", "") for todo in get_kata(slug).todos}
+    titles = {f"todo{todo.number}": localized(todo.title, lang) for todo in get_kata(slug).todos}
     out = []
     for key, top in weights.items():
-        name = f"TODO {key[4:]}: {titles[key]}" if key in titles else "the input contract"
+        name = f"TODO {key[4:]}: {titles[key]}" if key in titles else phrase(lang, "gs_contract")
         earned = entry["points"][key]
         out.append(test(name, earned, top, "not handed in" if missing else "kept" if earned == top else "lost"))
     return out
@@ -190,7 +196,9 @@ def run(root: Path | None = None) -> Path:
     """Grade ROOT/submission with ROOT/source/gradescope.json; write ROOT/results/results.json."""
     root = root or autograder_root()
     config = json.loads((root / "source" / CONFIG).read_text(encoding="utf-8"))
-    results = grade_submission(root / "submission", config["slugs"], config["scoring"], config["visibility"])
+    results = grade_submission(
+        root / "submission", config["slugs"], config["scoring"], config["visibility"], config.get("lang", "en")
+    )
     path = root / "results" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from grader.classroom.names import escape_char, file_name, json_text
 from grader.content.catalogue import get_kata, localized
+from grader.content.interface import phrase
 from grader.report.results import GradeResult
 
 HISTOGRAM_BINS = 5  # score distribution: [0, 20%), [20%, 40%), ... [80%, 100%]
@@ -42,20 +43,21 @@ class PointsError(ValueError):
     """A --points file that names an unknown kata or key, or gives a bad number (said in one line)."""
 
 
-def check_points(overrides: dict) -> dict[str, dict[str, int]]:
-    """`overrides` ({slug: {key: points}}, a --points file) as it is, or PointsError naming what is wrong."""
+def check_points(overrides: dict, lang: str = "en") -> dict[str, dict[str, int]]:
+    """`overrides` ({slug: {key: points}}, a --points file) as it is, or PointsError naming what is
+    wrong (in `lang`)."""
     for slug, table in overrides.items():
         try:
             keys = kata_points(slug)
         except LookupError:
-            raise PointsError(f"{slug!r} names no kata") from None
+            raise PointsError(phrase(lang, "points_no_kata", slug=slug)) from None
         if not isinstance(table, dict):
-            raise PointsError(f"[{slug}] must be a table of todoN = points")
+            raise PointsError(phrase(lang, "points_not_table", slug=slug))
         for key, value in table.items():
             if key not in keys:
-                raise PointsError(f"{slug} has no {key!r}; it has {', '.join(keys)}")
+                raise PointsError(phrase(lang, "points_no_key", slug=slug, name=key, keys=", ".join(keys)))
             if type(value) is not int or value < 0:
-                raise PointsError(f"{slug}.{key} must be a whole number >= 0, not {value!r}")
+                raise PointsError(phrase(lang, "points_bad_number", slug=slug, name=key, value=value))
     return overrides
 
 
@@ -244,15 +246,16 @@ def _xml(text: str) -> str:
 # -- the summary ------------------------------------------------------------------------------
 
 
-def summary_line(sheet: dict) -> str:
+def summary_line(sheet: dict, lang: str = "en") -> str:
+    """'N students, M files: P passed, F failed, K missing' (in `lang`)."""
     entries = [entry for row in sheet["students"].values() for entry in row.values()]
     graded = [entry for entry in entries if entry["status"] == "graded"]
     passed = sum(map(_all_pass, graded))
     missing = len(entries) - len(graded)
-    students = _count(len(sheet["students"]), "student")
-    return (
-        f"{students}, {_count(len(graded), 'file')}: {passed} passed, {len(graded) - passed} failed, {missing} missing"
-    )
+    students = phrase(lang, "n_students", n=len(sheet["students"]))
+    files = phrase(lang, "n_files", n=len(graded))
+    failed = len(graded) - passed
+    return phrase(lang, "grade_summary", students=students, files=files, passed=passed, failed=failed, missing=missing)
 
 
 def _all_pass(entry: dict) -> bool:
@@ -260,29 +263,25 @@ def _all_pass(entry: dict) -> bool:
     return entry["failed"] == 0 and entry["passed"] > 0
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def build_summary(sheet: dict, lang: str = "en") -> RenderableType:
     """Per-kata pass rates, the distribution of students' mean scores, the commonest misconceptions."""
-    parts: list[RenderableType] = [_kata_table(sheet), Text(), _distribution(sheet)]
+    parts: list[RenderableType] = [_kata_table(sheet, lang), Text(), _distribution(sheet, lang)]
     common = _misconception_table(sheet, lang)
     if common is not None:
         parts += [Text(), common]
     for student, names in sheet["strays"].items():
-        parts.append(Text(f"{student}: {', '.join(names)} named after no kata; not graded", style="warning"))
+        parts.append(Text(phrase(lang, "strays", student=student, names=", ".join(names)), style="warning"))
     if sheet["ignored"]:
-        parts.append(Text(f"not student folders, ignored: {', '.join(sheet['ignored'])}", style="warning"))
-    parts += [Text(), Text(summary_line(sheet))]
+        parts.append(Text(phrase(lang, "ignored", names=", ".join(sheet["ignored"])), style="warning"))
+    parts += [Text(), Text(summary_line(sheet, lang))]
     return Group(*parts)
 
 
-def _kata_table(sheet: dict) -> Table:
-    table = Table(title="Per kata", title_justify="left", box=box.SIMPLE, title_style="title")
-    for header, justify in (("kata", "left"), ("handed in", "right"), ("all pass", "right"), ("pass rate", "right")):
-        table.add_column(header, justify=justify)
-    table.add_column("mean score", justify="right")
+def _kata_table(sheet: dict, lang: str = "en") -> Table:
+    table = Table(title=phrase(lang, "per_kata"), title_justify="left", box=box.SIMPLE, title_style="title")
+    table.add_column("kata")
+    for header in ("handed_in", "all_pass", "pass_rate", "mean_score"):
+        table.add_column(phrase(lang, header), justify="right")
     for slug in sheet["katas"]:
         entries = [row[slug] for row in sheet["students"].values() if row[slug]["status"] == "graded"]
         passed = sum(map(_all_pass, entries))
@@ -300,10 +299,10 @@ def score_histogram(sheet: dict) -> list[int]:
     return counts
 
 
-def _distribution(sheet: dict) -> RenderableType:
+def _distribution(sheet: dict, lang: str = "en") -> RenderableType:
     counts = score_histogram(sheet)
     top = max(counts) or 1
-    lines = [Text("Score distribution (students' mean score)", style="title")]
+    lines = [Text(phrase(lang, "distribution"), style="title")]
     for index, count in enumerate(counts):
         low, high = index * 100 // HISTOGRAM_BINS, (index + 1) * 100 // HISTOGRAM_BINS
         label = f"{low:>3}–{high}%" + (" " if high < 100 else "")
@@ -329,10 +328,12 @@ def _misconception_table(sheet: dict, lang: str) -> Table | None:
     common = common_misconceptions(sheet)
     if not common:
         return None
-    table = Table(title="Most common misconceptions", title_justify="left", box=box.SIMPLE, title_style="title")
-    table.add_column("students", justify="right")
+    table = Table(
+        title=phrase(lang, "common_misconceptions"), title_justify="left", box=box.SIMPLE, title_style="title"
+    )
+    table.add_column(phrase(lang, "students"), justify="right")
     table.add_column("kata")
-    table.add_column("misconception", style="misconception")
+    table.add_column(phrase(lang, "misconception"), style="misconception")
     for slug, item, count in common:
         title = localized(get_kata(slug).misconception(item).title, lang)
         table.add_row(str(count), slug, f"{title} ({item})")

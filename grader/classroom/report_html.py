@@ -19,6 +19,7 @@ from urllib.parse import quote
 from grader.classroom.gradesheet import HISTOGRAM_BINS, score_histogram, student_mean
 from grader.classroom.names import file_name
 from grader.content.catalogue import get_kata, localized
+from grader.content.interface import phrase
 
 BAR_PX = 300  # the longest bar, in pixels
 ROW_PX = 22
@@ -40,15 +41,16 @@ def e(value) -> str:
 
 def report_html(sheet: dict, lang: str = "en") -> str:
     """The whole page as a string."""
+    title = e(phrase(lang, "html_title"))
     parts = [
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
-        f"<title>Class report</title><style>{CSS}</style></head><body>",
-        "<h1>Class report</h1>",
-        _summary(sheet),
-        _histogram(sheet),
-        _todo_rates(sheet),
+        f'<!DOCTYPE html>\n<html lang="{e(lang)}"><head><meta charset="utf-8">',
+        f"<title>{title}</title><style>{CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+        _summary(sheet, lang),
+        _histogram(sheet, lang),
+        _todo_rates(sheet, lang),
         _misconceptions(sheet, lang),
-        _feedback_links(sheet),
+        _feedback_links(sheet, lang),
         "</body></html>\n",
     ]
     return "\n".join(parts)
@@ -63,7 +65,7 @@ def write_report(sheet: dict, out: Path, lang: str = "en") -> Path:
     return path
 
 
-def _summary(sheet: dict) -> str:
+def _summary(sheet: dict, lang: str = "en") -> str:
     head = "".join(f"<th>{e(slug)}</th>" for slug in sheet["katas"])
     rows = []
     for student, row in sheet["students"].items():
@@ -71,7 +73,7 @@ def _summary(sheet: dict) -> str:
         for slug in sheet["katas"]:
             entry = row[slug]
             if entry["status"] == "missing":
-                cells.append('<td class="missing" data-score="0.0000">missing</td>')
+                cells.append(f'<td class="missing" data-score="0.0000">{e(phrase(lang, "missing"))}</td>')
                 continue
             total = entry["passed"] + entry["failed"]
             cells.append(
@@ -80,9 +82,9 @@ def _summary(sheet: dict) -> str:
             )
         mean = student_mean(row)
         rows.append(f'<tr><td>{e(student)}</td>{"".join(cells)}<td data-mean="{mean:.4f}">{mean:.2f}</td></tr>')
+    scores, note, student, mean = (e(phrase(lang, key)) for key in ("scores", "scores_note", "student", "mean"))
     return (
-        "<h2>Scores</h2><p>score (checks passed / checks)</p>"
-        f"<table><tr><th>student</th>{head}<th>mean</th></tr>{''.join(rows)}</table>"
+        f"<h2>{scores}</h2><p>{note}</p><table><tr><th>{student}</th>{head}<th>{mean}</th></tr>{''.join(rows)}</table>"
     )
 
 
@@ -102,13 +104,13 @@ def _bars(rows: list[tuple[str, float, str, str]], top: float, label_px: int = 1
     return "".join(out)
 
 
-def _histogram(sheet: dict) -> str:
+def _histogram(sheet: dict, lang: str = "en") -> str:
     counts = score_histogram(sheet)
     rows = []
     for index, count in enumerate(counts):
         low, high = index * 100 // HISTOGRAM_BINS, (index + 1) * 100 // HISTOGRAM_BINS
         rows.append((f"{low}–{high}%", count, str(count), f'data-bin="{index}" data-students="{count}"'))
-    return "<h2>Score distribution (students' mean score)</h2>" + _bars(rows, max(counts))
+    return f"<h2>{e(phrase(lang, 'distribution'))}</h2>" + _bars(rows, max(counts))
 
 
 def todo_pass_rates(sheet: dict) -> dict[str, dict[int, tuple[int, int]]]:
@@ -128,8 +130,8 @@ def todo_pass_rates(sheet: dict) -> dict[str, dict[int, tuple[int, int]]]:
     return rates
 
 
-def _todo_rates(sheet: dict) -> str:
-    parts = ["<h2>Pass rate per TODO</h2>"]
+def _todo_rates(sheet: dict, lang: str = "en") -> str:
+    parts = [f"<h2>{e(phrase(lang, 'todo_rates'))}</h2>"]
     for slug, todos in todo_pass_rates(sheet).items():
         rows = [
             (
@@ -167,7 +169,7 @@ def _title(slug: str, item: str, lang: str) -> str:
 def _misconceptions(sheet: dict, lang: str) -> str:
     common = misconception_counts(sheet)
     if not common:
-        return "<h2>Misconceptions</h2><p>none diagnosed</p>"
+        return f"<h2>{e(phrase(lang, 'misconceptions'))}</h2><p>{e(phrase(lang, 'none_diagnosed'))}</p>"
     rows = [
         (
             f"{slug}: {_title(slug, item, lang)}",
@@ -177,7 +179,7 @@ def _misconceptions(sheet: dict, lang: str) -> str:
         )
         for slug, item, count in common
     ]
-    return "<h2>Misconceptions (files diagnosed)</h2>" + _bars(rows, common[0][2], label_px=420)
+    return f"<h2>{e(phrase(lang, 'misconceptions_files'))}</h2>" + _bars(rows, common[0][2], label_px=420)
 
 
 def feedback_href(student: str, slug: str) -> str:
@@ -185,9 +187,10 @@ def feedback_href(student: str, slug: str) -> str:
     return quote(f"feedback/{file_name(student)}/{slug}.txt")
 
 
-def _feedback_links(sheet: dict) -> str:
+def _feedback_links(sheet: dict, lang: str = "en") -> str:
     rows = []
     for student, row in sheet["students"].items():
         links = " ".join(f'<a href="{e(feedback_href(student, slug))}">{e(slug)}</a>' for slug in row)
         rows.append(f"<tr><td>{e(student)}</td><td>{links}</td></tr>")
-    return f"<h2>Feedback</h2><table><tr><th>student</th><th>feedback</th></tr>{''.join(rows)}</table>"
+    title, student, feedback = (e(phrase(lang, key)) for key in ("feedback_title", "student", "feedback"))
+    return f"<h2>{title}</h2><table><tr><th>{student}</th><th>{feedback}</th></tr>{''.join(rows)}</table>"

@@ -15,7 +15,9 @@ import click
 
 from gpu_labs.cli import lab
 from grader.cli import drill, grade, gradescope, learner
-from grader.cli.options import LANG_HELP, LANGUAGES
+from grader.cli.options import LANG_HELP, LANGUAGES, context_language
+from grader.content.i18n import pick_language
+from grader.content.interface import phrase
 from grader.report.console import errors
 
 
@@ -60,19 +62,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except click.UsageError as error:
         command = error.ctx.command_path if error.ctx else "kata"
-        errors.print(
-            f"{command}: error: {error.format_message()}  (see `{command} --help`)", style="error", markup=False
-        )
+        lang = context_language(error.ctx) if error.ctx else pick_language()
+        message = error.format_message()
+        if isinstance(error, click.BadParameter) and lang != "en":  # our message in click's frame, in zh
+            hint = error.param_hint or (error.param.get_error_hint(error.ctx) if error.param else None)
+            message = phrase(lang, "bad_value", param=hint, message=error.message) if hint else error.message
+        errors.print(phrase(lang, "usage_error", command=command, message=message), style="error", markup=False)
         return 2
     except click.exceptions.Exit as exit_:
         return exit_.exit_code
     except (click.Abort, KeyboardInterrupt):
-        errors.print("interrupted")
+        errors.print(phrase(pick_language(), "interrupted"))
         return 130
     except BrokenPipeError:
         return 0
     except OSError as error:  # e.g. a workspace path that is a file, or no permission
         where = f": {error.filename}" if error.filename else ""
-        errors.print(f"kata: error: {error.strerror or error}{where}", style="error", markup=False)
+        message = phrase(pick_language(), "os_error", message=error.strerror or error, where=where)
+        errors.print(message, style="error", markup=False)
         return 1
     return status if isinstance(status, int) else 0

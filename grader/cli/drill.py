@@ -10,6 +10,7 @@ from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import Kata
 from grader.content.i18n import pick_language
+from grader.content.interface import phrase
 from grader.report.console import console, errors
 
 
@@ -71,34 +72,34 @@ def drill(
     """
     from grader.content import drill as drills
 
-    workspace = Workspace(workspace_dir)
+    lang = pick_language(lang)
+    workspace = Workspace(workspace_dir, lang=lang)
     settings = {"--level": level, "--blanks": blanks, "--ratio": ratio, "--seed": seed, "--function": function}
     given = [name for name, value in settings.items() if value is not None]
     if check_path is not None:
         given += [name for name, value in (("--out", out), ("--interactive", interactive or None)) if value]
         if given:
-            raise click.UsageError(f"--check reads the drill's settings from its file; drop {', '.join(given)}")
-        return _check_drill(kata, check_path, workspace, timeout, pick_language(lang))
+            raise click.UsageError(phrase(lang, "drill_check_drop", options=", ".join(given)))
+        return _check_drill(kata, check_path, workspace, timeout, lang)
     counts = [name for name in given if name in ("--level", "--blanks", "--ratio")]
     if len(counts) > 1:
-        raise click.UsageError(f"give one of --level, --blanks and --ratio, not {' and '.join(counts)}")
+        raise click.UsageError(phrase(lang, "drill_one_of", options=phrase(lang, "and_").join(counts)))
     if seed is None:
         import random
 
         seed = random.SystemRandom().randrange(1_000_000)
     label = None if blanks is not None or ratio is not None else level or "medium"
     try:
-        exercise = drills.make_drill(kata.slug, seed, label, blanks, ratio, function)
+        exercise = drills.make_drill(kata.slug, seed, label, blanks, ratio, function, lang)
     except drills.DrillError as error:
         raise click.BadParameter(str(error), param_hint="--function") from None
-    console.print(
-        f"{kata.slug}: {len(exercise.candidates)} positions are blankable; {len(exercise.blanks)} blanked "
-        f"(--seed {seed}{f', level {label}' if label else ''})"
-    )
+    level = phrase(lang, "drill_level", level=phrase(lang, label)) if label else ""
+    n, blanked = len(exercise.candidates), len(exercise.blanks)
+    console.print(phrase(lang, "drill_positions", slug=kata.slug, n=n, blanked=blanked, seed=seed, level=level))
     if interactive or (out is None and console.is_terminal):
         import time
 
-        score = drills.ask(exercise, console.input, console, time.monotonic)
+        score = drills.ask(exercise, console.input, console, time.monotonic, lang)
         if label and not score.stopped:
             _record_drill(workspace, kata.slug, label, score.right, score.total)
         return 0 if score.right == score.total and not score.stopped else 1
@@ -109,20 +110,18 @@ def _write_drill(exercise, path: Path, workspace: Workspace, force: bool) -> int
     """Write a drill file; an existing one is replaced only with --force, and kept as a backup."""
     from grader.files import atomic_write
 
+    lang = workspace.lang
     if path.resolve() == workspace.kata_file(exercise.slug).resolve():
-        errors.print(f"kata: {path} is your kata file; a drill never touches it.", style="warning")
+        errors.print(phrase(lang, "drill_is_kata_file", path=path), style="warning")
         return 1
     if path.exists() and not force:
-        errors.print(
-            f"kata: {path} already exists; nothing was changed (--force replaces it, with a backup).", style="warning"
-        )
+        errors.print(phrase(lang, "drill_exists", path=path), style="warning")
         return 1
     backup = workspace.keep_backup(path, f"{exercise.slug}.drill") if path.exists() else None
-    atomic_write(path, exercise.file_text())
-    console.print(
-        f"[passed]✓[/] wrote [code]{path}[/]" + (f"  (the old one is in [code]{backup}[/])" if backup else "")
-    )
-    console.print(f"Fill in each __N__, then: [code]kata drill {exercise.slug} --check {path}[/]")
+    atomic_write(path, exercise.file_text(lang))
+    kept = phrase(lang, "drill_old_kept", backup=backup) if backup else ""
+    console.print(phrase(lang, "drill_wrote", path=path) + kept)
+    console.print(phrase(lang, "drill_fill", slug=exercise.slug, path=path))
     return 0
 
 
@@ -138,36 +137,33 @@ def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, l
 
     text = path.read_text(encoding="utf-8")
     try:
-        exercise = drills.drill_from_file(text)
+        exercise = drills.drill_from_file(text, lang)
     except drills.DrillError as error:
         raise click.BadParameter(str(error), param_hint="--check") from None
     if exercise.slug != kata.slug:
-        raise click.BadParameter(f"{path} is a drill of {exercise.slug}, not {kata.slug}", param_hint="--check")
+        message = phrase(lang, "drill_of_other", path=path, other=exercise.slug, slug=kata.slug)
+        raise click.BadParameter(message, param_hint="--check")
     answers = drills.answers_in(exercise, text)
     try:
         with tempfile.TemporaryDirectory(prefix="kata-drill-") as scratch:
             filled = Path(scratch) / f"{kata.slug}.py"
             filled.write_text(text, encoding="utf-8")
-            with console.status(f"checking {path} …") if console.is_terminal else nullcontext():
+            with console.status(phrase(lang, "checking", path=path)) if console.is_terminal else nullcontext():
                 result = run_checks(kata, filled, timeout, lang=lang)
     except GradingError as error:
         errors.print(f"kata: {error}", style="error")
         return 1
     checks_pass = result.failed == 0 and bool(result.checks)
     if answers is None:
-        console.print(
-            Text(
-                "The text outside the blanks was changed, so the blanks cannot be compared one by one.", style="warning"
-            )
-        )
+        console.print(Text(phrase(lang, "drill_changed"), style="warning"))
     else:
         verdicts = drills.judge_blanks(exercise, answers, checks_pass)
-        console.print(drills.verdicts_view(verdicts))
+        console.print(drills.verdicts_view(verdicts, lang))
         right = sum(verdict.status == "right" for verdict in verdicts)
         if exercise.level:
             _record_drill(workspace, kata.slug, exercise.level, right, len(exercise.blanks))
     if checks_pass:
-        console.print(Text(f"✓ the filled file passes all {result.passed} checks of {kata.slug}", style="passed"))
+        console.print(Text(phrase(lang, "drill_passes", n=result.passed, slug=kata.slug), style="passed"))
     else:
         console.print(build_report(result, kata, lang, str(path)))
     filled_in = answers is not None and not any(drills.PLACEHOLDER.fullmatch(answer) for answer in answers)

@@ -9,6 +9,7 @@ from grader import DEFAULT_MEMORY_MB
 from grader.cli.options import lang_option, scoring_option, timeout_option
 from grader.content import catalogue
 from grader.content.i18n import pick_language
+from grader.content.interface import phrase
 from grader.report.console import console, errors
 
 
@@ -76,54 +77,55 @@ def grade(
     from grader.classroom import batch, feedback, gradesheet, report_html
     from grader.classroom.names import display_name
 
+    lang = pick_language(lang)
     slugs = None
     if kata_names is not None:
         slugs = [name.strip() for name in kata_names.split(",") if name.strip()]
         if not slugs:
-            raise click.BadParameter("name at least one kata", param_hint="--katas")
+            raise click.BadParameter(phrase(lang, "grade_no_katas"), param_hint="--katas")
         for name in slugs:
             try:
                 catalogue.get_kata(name)
-            except catalogue.UnknownKata as error:
-                raise click.BadParameter(str(error), param_hint="--katas") from None
-    points = _read_points(points_file) if points_file else None
+            except catalogue.UnknownKata:
+                raise click.BadParameter(catalogue.unknown_kata(name, lang), param_hint="--katas") from None
+    points = _read_points(points_file, lang) if points_file else None
     from grader.run import sandbox
 
     why = None if no_sandbox else sandbox.problem()
     if why:
-        errors.print(f"kata: cannot grade in the sandbox: {why}; or pass --no-sandbox", style="error", markup=False)
+        errors.print(phrase(lang, "grade_no_sandbox", why=why), style="error", markup=False)
         return 1
-    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox, lang=pick_language(lang))
+    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox, lang=lang)
     try:
         roster = batch.discover(submissions, slugs, settings, exclude=(out,))
     except batch.BatchError as error:
         raise click.UsageError(str(error)) from None
     if not roster.students:
         errors.print(
-            f"kata: no student folders in {display_name(str(submissions))}; nothing to grade.",
-            style="warning",
-            markup=False,
+            phrase(lang, "grade_no_students", path=display_name(str(submissions))), style="warning", markup=False
         )
         return 1
     from grader.report.styles import progress_bar
 
     if no_sandbox:
-        console.print("grading without the sandbox (--no-sandbox): the files' code runs as you", style="warning")
-    with progress_bar(console.rich(), "grading", len(roster.jobs), remaining=True) as advance:
+        console.print(phrase(lang, "grade_unsandboxed"), style="warning")
+    with progress_bar(console.rich(), phrase(lang, "grading"), len(roster.jobs), remaining=True) as advance:
         run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
     sheet = gradesheet.build_sheet(roster, run.records, scoring, points)
     gradesheet.write_sheet(sheet, out)
-    report_html.write_report(sheet, out, pick_language(lang))
-    feedback.write_feedback(out, roster.students, roster.katas, run.records, pick_language(lang))
+    report_html.write_report(sheet, out, lang)
+    feedback.write_feedback(out, roster.students, roster.katas, run.records, lang)
     wrote = ", ".join(
         display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback", "report.html")
     )
-    console.print(f"graded {run.graded}, unchanged {run.reused}; wrote {wrote}", style="muted", markup=False)
-    console.print(gradesheet.build_summary(sheet, pick_language(lang)))
+    console.print(
+        phrase(lang, "grade_wrote", graded=run.graded, reused=run.reused, wrote=wrote), style="muted", markup=False
+    )
+    console.print(gradesheet.build_summary(sheet, lang))
     return 0
 
 
-def _read_points(path: Path) -> dict:
+def _read_points(path: Path, lang: str = "en") -> dict:
     """The --points file: {slug: {key: points}}, checked against the katas (one-line error, status 2)."""
     import tomllib
 
@@ -131,7 +133,7 @@ def _read_points(path: Path) -> dict:
 
     try:
         with path.open("rb") as handle:
-            return gradesheet.check_points(tomllib.load(handle))
+            return gradesheet.check_points(tomllib.load(handle), lang)
     except (OSError, tomllib.TOMLDecodeError, gradesheet.PointsError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise click.BadParameter(message, param_hint="--points") from None

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import click
 
-from grader.cli.options import SLUG, scoring_option
+from grader.cli.options import SLUG, lang_option, scoring_option
 from grader.content import catalogue
+from grader.content.i18n import pick_language
+from grader.content.interface import phrase
 from grader.report.console import console
 
 
@@ -26,20 +28,24 @@ from grader.report.console import console
     show_default=True,
     help="When students see the tests' results.",
 )
-def gradescope(katas: tuple[catalogue.Kata, ...], out: Path, scoring: str, visibility: str) -> int:
+@lang_option
+def gradescope(katas: tuple[catalogue.Kata, ...], out: Path, scoring: str, visibility: str, lang: str | None) -> int:
     """Build a Gradescope autograder for SLUG...: students upload SLUG.py files.
 
     \b
     The zip holds this project's source, setup.sh (Python >= 3.11, CPU
     torch, this package), run_autograder (grades the submission with the
     checks of `kata check`, in the sandbox where bwrap works, and writes
-    results.json) and gradescope.json (the katas and options).
+    results.json) and gradescope.json (the katas and options);
+    --lang: the language of the feedback students get.
     """
     from grader.classroom import gradescope as build
 
+    lang = pick_language(lang)
+    slugs = list(dict.fromkeys(kata.slug for kata in katas))
     try:
-        names = build.build_zip(list(dict.fromkeys(kata.slug for kata in katas)), out, scoring, visibility)
+        names = build.build_zip(slugs, out, scoring, visibility, lang)
     except build.GradescopeError as error:
         raise click.UsageError(str(error)) from None
-    console.print(f"wrote {out} ({len(names)} files): upload it as the autograder", markup=False)
+    console.print(phrase(lang, "gs_wrote", out=out, n=len(names)), markup=False)
     return 0

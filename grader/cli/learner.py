@@ -13,6 +13,7 @@ from grader.cli.workspace import Workspace, WorkspaceRefusal
 from grader.content import catalogue
 from grader.content.catalogue import Kata
 from grader.content.i18n import phrase, pick_language
+from grader.content.interface import phrase as say
 from grader.oracles.against import ORACLES, TRL_VERSION
 from grader.report.console import console, errors
 
@@ -25,17 +26,18 @@ def list_command(workspace_dir: Path, lang: str | None, as_json: bool) -> int:
     """Every kata in learning order, with your status and what to do next."""
     from grader.cli.listing import listing_rows, plain_listing
 
-    workspace = Workspace(workspace_dir)
-    rows = listing_rows(catalogue.all_katas(), workspace, pick_language(lang))
+    lang = pick_language(lang)
+    workspace = Workspace(workspace_dir, lang=lang)
+    rows = listing_rows(catalogue.all_katas(), workspace, lang)
     flush_warnings(workspace)
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
     elif not sys.stdout.isatty():
-        click.echo(plain_listing(rows))
+        click.echo(plain_listing(rows, lang=lang))
     else:
         from grader.cli.listing import build_listing
 
-        console.print(build_listing(rows))
+        console.print(build_listing(rows, lang))
     return 0
 
 
@@ -45,20 +47,20 @@ def list_command(workspace_dir: Path, lang: str | None, as_json: bool) -> int:
 @lang_option
 def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
     """Write the blank exercise for KATA to WORKSPACE/KATA.py (never overwrites)."""
-    workspace = Workspace(workspace_dir)
     lang = pick_language(lang)
+    workspace = Workspace(workspace_dir, lang=lang)
     try:
         path = workspace.create(kata.slug, kata.template(lang))
     except WorkspaceRefusal as refusal:
-        errors.print(f"kata: {refusal}", style="warning")
+        errors.print(say(lang, "refused", message=refusal), style="warning")
         return 1
     progress = workspace.progress()
     flush_warnings(workspace)
-    console.print(f"[passed]✓[/] wrote [code]{path}[/]  ({phrase(lang, 'todos', n=len(kata.todos))})")
+    console.print(say(lang, "wrote_todos", path=path, todos=phrase(lang, "todos", n=len(kata.todos))))
     pending = [slug for slug in kata.prerequisites if not progress.get(slug, {}).get("passed_at")]
     if pending:
-        console.print(f"[warning]tip:[/] this kata builds on {', '.join(pending)}, not passed yet.")
-    console.print(f"Read the lesson: [code]kata show {kata.slug}[/]   Then: [code]kata check {kata.slug}[/]")
+        console.print(say(lang, "tip_prerequisites", pending=", ".join(pending)))
+    console.print(say(lang, "read_lesson", slug=kata.slug))
     return 0
 
 
@@ -103,15 +105,17 @@ def check(
                 raise click.UsageError(str(error)) from None
             errors.print(f"kata: {error}", style="error")
             return 1
-    workspace = Workspace(workspace_dir)
+    lang = pick_language(lang)
+    workspace = Workspace(workspace_dir, lang=lang)
     path = file_path or workspace.kata_file(kata.slug)
     if not path.is_file():
-        hint = "" if file_path else f" Run `kata start {kata.slug}` first."
-        errors.print(f"kata: no file to grade at {path}.{hint}", style="warning")
+        hint = "" if file_path else say(lang, "run_start", slug=kata.slug)
+        errors.print(say(lang, "no_file", path=path) + hint, style="warning")
         return 1
     try:
-        with console.status(f"checking {path} …") if console.is_terminal and not as_json else nullcontext():
-            result = run_checks(kata, path, timeout, against=against, lang=pick_language(lang))
+        checking = console.status(say(lang, "checking", path=path))
+        with checking if console.is_terminal and not as_json else nullcontext():
+            result = run_checks(kata, path, timeout, against=against, lang=lang)
     except GradingError as error:
         errors.print(f"kata: {error}", style="error")
         return 1
@@ -123,7 +127,7 @@ def check(
         data.pop("matches")
         click.echo(json.dumps(data, ensure_ascii=False, indent=1))
     else:
-        console.print(build_report(result, kata, pick_language(lang), str(path), verbose))
+        console.print(build_report(result, kata, lang, str(path), verbose))
     return 0 if result.failed == 0 and result.checks else 1
 
 
@@ -136,11 +140,13 @@ def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | N
     """Show one more hint for a TODO of KATA each time it is run."""
     from grader.content.hints import next_hint
 
-    workspace = Workspace(workspace_dir)
+    lang = pick_language(lang)
+    workspace = Workspace(workspace_dir, lang=lang)
     numbers = [todo.number for todo in kata.todos]
     if todo_number is not None and todo_number not in numbers:
-        raise click.BadParameter(f"{kata.slug} has TODOs {', '.join(map(str, numbers))}", param_hint="--todo")
-    console.print(next_hint(kata, workspace, todo_number, pick_language(lang)))
+        message = say(lang, "has_todos", slug=kata.slug, numbers=", ".join(map(str, numbers)))
+        raise click.BadParameter(message, param_hint="--todo")
+    console.print(next_hint(kata, workspace, todo_number, lang))
     flush_warnings(workspace)
     return 0
 
@@ -149,16 +155,15 @@ def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | N
 @click.argument("kata", type=SLUG)
 @click.option("--force", is_flag=True, help="Show it even though the kata is not passed yet.")
 @workspace_option
-def solution(kata: Kata, force: bool, workspace_dir: Path) -> int:
+@lang_option
+def solution(kata: Kata, force: bool, workspace_dir: Path, lang: str | None) -> int:
     """Print the reference solution of KATA (once you have passed it)."""
-    workspace = Workspace(workspace_dir)
+    lang = pick_language(lang)
+    workspace = Workspace(workspace_dir, lang=lang)
     status = workspace.status(kata.slug)
     flush_warnings(workspace)
     if not force and status != "passed":
-        errors.print(
-            f"kata: {kata.slug} is not passed yet; the solution opens once `kata check {kata.slug}` passes (or use --force).",
-            style="warning",
-        )
+        errors.print(say(lang, "not_passed", slug=kata.slug), style="warning")
         return 1
     if console.is_terminal:
         from rich.syntax import Syntax
@@ -175,15 +180,14 @@ def solution(kata: Kata, force: bool, workspace_dir: Path) -> int:
 @lang_option
 def reset(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
     """Start KATA over from the blank exercise; your current file is kept as a backup."""
-    workspace = Workspace(workspace_dir)
-    backup = workspace.reset(kata.slug, kata.template(pick_language(lang)))
+    lang = pick_language(lang)
+    workspace = Workspace(workspace_dir, lang=lang)
+    backup = workspace.reset(kata.slug, kata.template(lang))
     flush_warnings(workspace)
     if backup:
-        console.print(
-            f"[passed]✓[/] {workspace.kata_file(kata.slug)} is blank again; your previous file is in [code]{backup}[/]"
-        )
+        console.print(say(lang, "blank_again", path=workspace.kata_file(kata.slug), backup=backup))
     else:
-        console.print(f"[passed]✓[/] wrote a blank [code]{workspace.kata_file(kata.slug)}[/]")
+        console.print(say(lang, "wrote_blank", path=workspace.kata_file(kata.slug)))
     return 0
 
 
@@ -209,11 +213,12 @@ def quiz(kata: Kata, lang: str | None) -> int:
     """Ask the concept questions of KATA one by one; each answer is graded and explained."""
     from grader.content import quiz as quizzes
 
+    lang = pick_language(lang)
     if not quizzes.has_quiz(kata.slug):
-        others = ", ".join(k.slug for k in catalogue.all_katas() if quizzes.has_quiz(k.slug)) or "none yet"
-        errors.print(f"kata: {kata.slug} has no quiz questions (katas with a quiz: {others}).", style="warning")
+        others = ", ".join(k.slug for k in catalogue.all_katas() if quizzes.has_quiz(k.slug))
+        errors.print(say(lang, "no_quiz", slug=kata.slug, others=others or say(lang, "none_yet")), style="warning")
         return 1
-    result = quizzes.ask(quizzes.load_questions(kata.slug), pick_language(lang), console.input, console)
+    result = quizzes.ask(quizzes.load_questions(kata.slug), lang, console.input, console)
     return 0 if result.perfect else 1
 
 
@@ -227,8 +232,9 @@ def watch(kata: Kata | None, workspace_dir: Path, timeout: float, poll: bool, la
     """Re-check a kata file every time you save it (all katas in the workspace by default)."""
     from grader.cli.watch import watch_workspace
 
-    workspace = Workspace(workspace_dir)
+    lang = pick_language(lang)
+    workspace = Workspace(workspace_dir, lang=lang)
     if not workspace.root.is_dir():
-        errors.print(f"kata: no workspace at {workspace.root}. Run `kata start SLUG` first.", style="warning")
+        errors.print(say(lang, "no_workspace", path=workspace.root), style="warning")
         return 1
-    return watch_workspace(workspace, kata, timeout, poll, pick_language(lang), console)
+    return watch_workspace(workspace, kata, timeout, poll, lang, console)

@@ -17,6 +17,7 @@ import re
 
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import DIFFICULTIES, Kata, localized
+from grader.content.interface import phrase
 
 STATUS_STYLE = {"passed": "passed", "in progress": "timeout", "not started": "muted"}
 
@@ -57,42 +58,49 @@ def _next_command(rows: list[dict]) -> str | None:
     return None
 
 
-def _cells(row: dict) -> list[str]:
-    status, last = row["status"], row["last_check"]
-    if status == "in progress" and last:
-        status = f"{status} ({last['passed']}/{last['passed'] + last['failed']} checks)"
+def _cells(row: dict, lang: str = "en") -> list[str]:
+    """#, slug, title, difficulty, prerequisites and status, as shown in `lang`."""
+    status, last = phrase(lang, row["status"]), row["last_check"]
+    if row["status"] == "in progress" and last:
+        status = phrase(lang, "checks_of", status=status, passed=last["passed"], total=last["passed"] + last["failed"])
     if row.get("drill"):
-        status = f"{status} · {score_text(row['drill'])}"
+        status = f"{status} · {score_text(row['drill'], lang)}"
     after = ", ".join(row["prerequisites"]) or "-"
-    return [str(row["order"]), row["slug"], row["title"], row["difficulty"], after, status]
+    difficulty = phrase(lang, row["difficulty"])
+    return [str(row["order"]), row["slug"], row["title"], difficulty, after, status]
 
 
-def score_text(scores: dict) -> str:
+def score_text(scores: dict, lang: str = "en") -> str:
     """The best drill score per level, e.g. 'drill: easy 5/6, hard 9/20'."""
-    parts = [f"{level} {scores[level]['right']}/{scores[level]['blanks']}" for level in DIFFICULTIES if level in scores]
-    return f"drill: {', '.join(parts)}" if parts else "drill: -"
+    parts = [
+        f"{phrase(lang, level)} {scores[level]['right']}/{scores[level]['blanks']}"
+        for level in DIFFICULTIES
+        if level in scores
+    ]
+    return phrase(lang, "drill_scores", scores=", ".join(parts) if parts else "-")
 
 
-def _footer(listing: dict) -> str:
-    return f"Next: {listing['next']}" if listing["next"] else "Every kata passed."
+def _footer(listing: dict, lang: str = "en") -> str:
+    return phrase(lang, "next", command=listing["next"]) if listing["next"] else phrase(lang, "all_passed")
 
 
 WIDTH = 80  # the plain listing's lines
 TABLE_WIDTH = 72  # narrower terminals get the blocks: the table's title column would be a few words wide
 
 
-def plain_listing(listing: dict, width: int = WIDTH) -> str:
+def plain_listing(listing: dict, width: int = WIDTH, lang: str = "en") -> str:
     """The listing as blocks of plain lines, for pipes, files and narrow terminals (no rich needed)."""
     digits = max((len(str(row["order"])) for row in listing["katas"]), default=1)
     lines = []
     for row in listing["katas"]:
-        number, slug, title, difficulty, after, status = _cells(row)
+        number, slug, title, difficulty, after, status = _cells(row, lang)
         indent = " " * (digits + 2)
         lines += _wrap(f"{number:>{digits}}  {slug}  {difficulty}  {status}", width, indent)
         lines += _wrap(title, width, indent, indent)
         if row["prerequisites"]:
-            lines += _wrap(f"after {after}", width, indent, indent)
-    return "\n".join(lines + ["", *_wrap(_footer(listing), width, " " * len("Next: "))])
+            lines += _wrap(phrase(lang, "after", after=after), width, indent, indent)
+    hanging = " " * _width(phrase(lang, "next", command=""))
+    return "\n".join(lines + ["", *_wrap(_footer(listing, lang), width, hanging)])
 
 
 def _wrap(text: str, width: int, indent: str, first: str = "") -> list[str]:
@@ -115,29 +123,29 @@ def _width(text: str) -> int:
     return sum(2 if "\u2e80" <= char <= "\uffef" else 1 for char in text)
 
 
-def build_listing(listing: dict):
+def build_listing(listing: dict, lang: str = "en"):
     """The listing for a terminal: a table, or the blocks of `plain_listing` when it is narrower than TABLE_WIDTH."""
-    return _Listing(listing)
+    return _Listing(listing, lang)
 
 
 class _Listing:
     """Chooses its layout when rich renders it, at the width it is given."""
 
-    def __init__(self, listing: dict):
-        self.listing = listing
+    def __init__(self, listing: dict, lang: str = "en"):
+        self.listing, self.lang = listing, lang
 
     def __rich_console__(self, console, options):
         from rich.text import Text
 
         if options.max_width < TABLE_WIDTH:
-            yield Text(plain_listing(self.listing, options.max_width))
+            yield Text(plain_listing(self.listing, options.max_width, self.lang))
             return
-        yield _table(self.listing)
+        yield _table(self.listing, self.lang)
         yield Text()
-        yield Text(_footer(self.listing), style="next")
+        yield Text(_footer(self.listing, self.lang), style="next")
 
 
-def _table(listing: dict):
+def _table(listing: dict, lang: str = "en"):
     """#, kata (never wrapped), title (with 'after' beneath it, dim), difficulty and status."""
     from rich.table import Table
     from rich.text import Text
@@ -146,13 +154,13 @@ def _table(listing: dict):
     table = Table(box=None, pad_edge=False, header_style="title")
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("kata", no_wrap=True, min_width=slugs)
-    table.add_column("title", ratio=1, min_width=slugs + len("after "), overflow="fold")
-    table.add_column("difficulty", no_wrap=True)
-    table.add_column("status", min_width=len("in progress"), overflow="fold")
+    table.add_column(phrase(lang, "col_title"), ratio=1, min_width=slugs + len("after "), overflow="fold")
+    table.add_column(phrase(lang, "col_difficulty"), no_wrap=True)
+    table.add_column(phrase(lang, "col_status"), min_width=len("in progress"), overflow="fold")
     for row in listing["katas"]:
-        number, slug, title, difficulty, after, status = _cells(row)
+        number, slug, title, difficulty, after, status = _cells(row, lang)
         cell = Text(title)
         if row["prerequisites"]:
-            cell.append(f"\nafter {after}", style="muted")
+            cell.append("\n" + phrase(lang, "after", after=after), style="muted")
         table.add_row(number, slug, cell, difficulty, Text(status, style=STATUS_STYLE[row["status"]]))
     return table

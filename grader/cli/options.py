@@ -10,6 +10,8 @@ from grader import DEFAULT_TIMEOUT
 from grader.cli.workspace import DEFAULT_DIR, Workspace
 from grader.content import catalogue
 from grader.content.catalogue import Kata
+from grader.content.i18n import pick_language
+from grader.content.interface import phrase
 from grader.report.console import errors
 from grader.report.results import SCORINGS
 
@@ -25,7 +27,7 @@ class KataSlug(click.ParamType):
         try:
             return catalogue.get_kata(value)
         except catalogue.UnknownKata as error:
-            self.fail(str(error), param, ctx)
+            self.fail(catalogue.unknown_kata(value, context_language(ctx)) if ctx else str(error), param, ctx)
 
     def shell_complete(self, ctx, param, incomplete):
         from click.shell_completion import CompletionItem
@@ -52,13 +54,19 @@ LANGUAGES = click.Choice(["en", "zh"])
 LANG_HELP = "Language: en or zh (default: KATA_LANG, then the locale, then English)."
 
 
+def context_language(ctx: click.Context) -> str:
+    """The language of the command being parsed: its --lang (eager, so known before its
+    arguments), the group's, else KATA_LANG or the locale."""
+    return pick_language(ctx.params.get("lang") or ctx.find_root().params.get("lang"))
+
+
 def _or_the_group_lang(ctx: click.Context, param, value: str | None) -> str | None:
     """A command's --lang, else the one given to `kata` itself (`kata --lang zh check X`)."""
     return value if value is not None else ctx.find_root().params.get("lang")
 
 
 def lang_option(command):
-    return click.option("--lang", type=LANGUAGES, callback=_or_the_group_lang, help=LANG_HELP)(command)
+    return click.option("--lang", type=LANGUAGES, callback=_or_the_group_lang, is_eager=True, help=LANG_HELP)(command)
 
 
 def timeout_option(command):
@@ -79,5 +87,5 @@ def scoring_option(help: str):
 def flush_warnings(workspace: Workspace) -> None:
     """Print what the workspace noticed (e.g. a progress file it could not read), then forget it."""
     for warning in workspace.warnings:
-        errors.print(f"warning: {warning}", style="warning")
+        errors.print(phrase(workspace.lang, "warning", warning=warning), style="warning")
     workspace.warnings.clear()

@@ -15,6 +15,7 @@ from rich.console import Console
 from grader.cli.workspace import Workspace
 from grader.content import catalogue
 from grader.content.catalogue import Kata
+from grader.content.interface import phrase
 from grader.report.terminal import build_report
 from grader.run.grading import GradingError, run_checks
 
@@ -31,8 +32,8 @@ def watch_workspace(
     """Check on start, then after each batch of saves; returns 0 when interrupted."""
     katas = {k.slug: k for k in ([kata] if kata else catalogue.all_katas())}
     batches = iter(FileChanges(workspace.root, poll) if changes is None else changes)
-    scope = kata.slug if kata else f"every kata in {workspace.root}"
-    console.print(f"watching {scope}; press Ctrl-C to stop", style="muted")
+    scope = kata.slug if kata else phrase(lang, "every_kata_in", path=workspace.root)
+    console.print(phrase(lang, "watching", scope=scope), style="muted")
     if kata and workspace.kata_file(kata.slug).exists():
         _check(katas[kata.slug], workspace, timeout, lang, console)
     watched = {workspace.kata_file(slug).resolve(): slug for slug in katas}

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from grader.content.interface import phrase
 from grader.files import atomic_write
 from grader.report.results import GradeResult
 
@@ -28,6 +29,7 @@ class WorkspaceRefusal(Exception):
 class Workspace:
     root: Path
     warnings: list[str] = field(default_factory=list)
+    lang: str = "en"  # of the refusals and warnings
 
     def kata_file(self, slug: str) -> Path:
         return self.root / f"{slug}.py"
@@ -36,15 +38,13 @@ class Workspace:
         """Write a new kata file; refuse if one is there already."""
         path = self.kata_file(slug)
         if path.exists():
-            raise WorkspaceRefusal(
-                f"{path} already exists; nothing was changed. `kata reset {slug}` starts over (with a backup)."
-            )
+            raise WorkspaceRefusal(phrase(self.lang, "exists", path=path, slug=slug))
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             with path.open("x", encoding="utf-8") as handle:
                 handle.write(text)
         except FileExistsError:
-            raise WorkspaceRefusal(f"{path} already exists; nothing was changed.") from None
+            raise WorkspaceRefusal(phrase(self.lang, "exists_short", path=path)) from None
         self.update(slug, started_at=_now())
         return path
 
@@ -90,9 +90,7 @@ class Workspace:
         except (ValueError, UnicodeDecodeError) as error:
             aside = path.with_name(f"{PROGRESS_FILE}.corrupt-{time.time_ns()}")
             os.replace(path, aside)
-            self.warnings.append(
-                f"progress file was unreadable ({error}); kept it as {aside.name} and started a new one"
-            )
+            self.warnings.append(phrase(self.lang, "progress_unreadable", error=error, aside=aside.name))
             return {}
 
     def update(self, slug: str, **fields) -> dict:

@@ -128,11 +128,13 @@ class Kata:
 
     def template(self, lang: str = "en", filled: bool = False) -> str:
         """The exercise a learner starts from; `filled`: with the reference's code in every TODO."""
+        from grader.content.interface import phrase
+
         steps = {todo.number: (localized(todo.title, lang), localized(todo.guidance, lang)) for todo in self.todos}
         header = [
             f"Post-Training Katas · {self.slug} · {localized(self.title, lang)}",
-            f"Fill in every TODO, then run:  kata check {self.slug}",
-            f"Stuck? kata hint {self.slug}    The lesson: kata show {self.slug}",
+            phrase(lang, "template_fill", slug=self.slug),
+            phrase(lang, "template_stuck", slug=self.slug),
             "",
         ]
         return render.template_source(
@@ -191,8 +193,16 @@ def get_kata(slug: str) -> Kata:
     katas = {kata.slug: kata for kata in all_katas()}
     if slug in katas:
         return katas[slug]
+    raise UnknownKata(unknown_kata(slug))
+
+
+def unknown_kata(slug: str, lang: str = "en") -> str:
+    """The one-line error for a slug that names no kata, with the closest ones as a did-you-mean."""
     import difflib
 
-    close = difflib.get_close_matches(slug, katas, n=2, cutoff=0.5)
-    hint = f" Did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
-    raise UnknownKata(f"unknown kata {slug!r}.{hint} `kata list` shows them all.")
+    from grader.content.interface import phrase
+
+    close = difflib.get_close_matches(slug, [kata.slug for kata in all_katas()], n=2, cutoff=0.5)
+    names = phrase(lang, "or").join(repr(name) for name in close)
+    hint = phrase(lang, "did_you_mean", names=names) if close else ""
+    return phrase(lang, "unknown_kata", slug=slug, hint=hint)

@@ -34,6 +34,7 @@ from functools import cache
 
 from grader.content import render
 from grader.content.catalogue import DIFFICULTIES
+from grader.content.interface import PHRASES, phrase
 
 LEVELS = dict(zip(DIFFICULTIES, (0.15, 0.35, 0.70)))  # the share of positions blanked
 SMALL_EXPRESSION = 30  # characters, at most
@@ -227,7 +228,9 @@ class Drill:
             cursor = position.end
         return "".join(out + [self.source[cursor:]])
 
-    def header(self) -> str:
+    def header(self, lang: str = "en") -> str:
+        """The drill file's comment lines: the command that rebuilds it (read back by read_header),
+        its level, and what to do (in `lang`)."""
         command = f"kata drill {self.slug} --seed {self.seed} --blanks {len(self.blanks)}"
         if self.function:
             command += f" --function {self.function}"
@@ -235,13 +238,13 @@ class Drill:
         return (
             f"# Post-Training Katas · drill · {self.slug}\n"
             f"# {command}\n{level}"
-            f"# Replace each __N__ ({len(self.blanks)} of them) by the code it stands for, then run:\n"
+            f"# {phrase(lang, 'drill_replace', n=len(self.blanks))}\n"
             f"#   kata drill {self.slug} --check THIS_FILE\n"
         )
 
-    def file_text(self) -> str:
+    def file_text(self, lang: str = "en") -> str:
         """The drill file: the header, an empty line, the blanked reference (valid Python)."""
-        return f"{self.header()}\n{self.text}"
+        return f"{self.header(lang)}\n{self.text}"
 
 
 def make_drill(
@@ -251,16 +254,18 @@ def make_drill(
     blanks: int | None = None,
     ratio: float | None = None,
     function: str | None = None,
+    lang: str = "en",
 ) -> Drill:
-    """Blank a seeded random choice of `slug`'s positions (of `function`'s only, if named)."""
+    """Blank a seeded random choice of `slug`'s positions (of `function`'s only, if named); a
+    DrillError, in `lang`, when `function` has none."""
     candidates = positions(slug)
     if function is not None:
         names = sorted({name for p in candidates for name in p.functions})
         candidates = tuple(p for p in candidates if function in p.functions)
         if not candidates and not names:
-            raise DrillError(f"the TODOs of {slug} are not in functions; drop --function")
+            raise DrillError(phrase(lang, "drill_no_functions", slug=slug))
         if not candidates:
-            raise DrillError(f"{slug} has no TODO code in {function!r}; try one of {', '.join(names)}")
+            raise DrillError(phrase(lang, "drill_no_code_in", slug=slug, function=function, names=", ".join(names)))
     count = blank_count(len(candidates), level or "medium", blanks, ratio)
     chosen = sorted(random.Random(seed).sample(range(len(candidates)), count))
     return Drill(
@@ -268,11 +273,11 @@ def make_drill(
     )
 
 
-def read_header(text: str) -> dict:
+def read_header(text: str, lang: str = "en") -> dict:
     """The settings a drill file was made with: slug, seed, blanks, function, level."""
     found = _HEADER.search(text.partition("\n\n")[0])
     if not found:
-        raise DrillError("not a drill file: its header line `# kata drill SLUG --seed S --blanks N` is missing")
+        raise DrillError(phrase(lang, "drill_not_a_file"))
     level = _LEVEL.search(text.partition("\n\n")[0])
     return {
         "slug": found["slug"],
@@ -283,12 +288,11 @@ def read_header(text: str) -> dict:
     }
 
 
-def drill_from_file(text: str) -> Drill:
+def drill_from_file(text: str, lang: str = "en") -> Drill:
     """Rebuild the drill a drill file was made from."""
-    settings = read_header(text)
-    return make_drill(
-        settings["slug"], settings["seed"], settings["level"], settings["blanks"], function=settings["function"]
-    )
+    settings = read_header(text, lang)
+    level, blanks = settings["level"], settings["blanks"]
+    return make_drill(settings["slug"], settings["seed"], level, blanks, function=settings["function"], lang=lang)
 
 
 # -- answers -----------------------------------------------------------------------------------
@@ -299,8 +303,9 @@ def fill(text: str, answers: list[str]) -> str:
 
 def answers_in(drill: Drill, text: str) -> list[str] | None:
     """What the learner wrote in place of each blank of a filled drill file (header included), or
-    None when text outside the blanks was changed."""
-    segments = PLACEHOLDER.split(drill.file_text())[::2]
+    None when text outside the blanks was changed. The header may be in either language."""
+    lang = next((lang for lang in PHRASES if text.startswith(drill.header(lang))), "en")
+    segments = PLACEHOLDER.split(drill.file_text(lang))[::2]
     if not text.startswith(segments[0]):
         return None
     found, cursor = [], len(segments[0])
@@ -413,7 +418,9 @@ def code_view(drill: Drill):
     return view
 
 
-def ask(drill: Drill, input_fn: Callable[[str], str], console, clock: Callable[[], float]) -> DrillScore:
+def ask(
+    drill: Drill, input_fn: Callable[[str], str], console, clock: Callable[[], float], lang: str = "en"
+) -> DrillScore:
     """Show the code, ask each blank in order, judge it at once; end with the score and the time.
 
     `input_fn(prompt)` returns one typed line (EOFError or KeyboardInterrupt end the drill).
@@ -437,18 +444,19 @@ def ask(drill: Drill, input_fn: Callable[[str], str], console, clock: Callable[[
         score.answered += 1
         if same_code(answer, position.text):
             score.right += 1
-            console.print(Text("✓ right", style="passed"))
+            console.print(Text(phrase(lang, "drill_right"), style="passed"))
         else:
-            console.print(Text.assemble(("✗ expected ", "failed"), (position.text, "code")))
+            console.print(Text.assemble((phrase(lang, "drill_expected"), "failed"), (position.text, "code")))
     score.seconds = clock() - began
-    verdict = "stopped: " if score.stopped else ""
-    console.print(Text(f"{verdict}{score.right} of {score.total} right in {_duration(score.seconds)}", style="title"))
+    key = "drill_stopped_score" if score.stopped else "drill_score"
+    time = _duration(score.seconds, lang)
+    console.print(Text(phrase(lang, key, right=score.right, total=score.total, time=time), style="title"))
     return score
 
 
-def _duration(seconds: float) -> str:
+def _duration(seconds: float, lang: str = "en") -> str:
     minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes}m {rest:02d}s" if minutes else f"{rest}s"
+    return phrase(lang, "drill_minutes", m=minutes, s=rest) if minutes else phrase(lang, "drill_seconds", s=rest)
 
 
 @dataclass(frozen=True)
@@ -475,7 +483,7 @@ def judge_blanks(drill: Drill, answers: list[str], checks_pass: bool) -> list[Ve
     return verdicts
 
 
-def verdicts_view(verdicts: list[Verdict]):
+def verdicts_view(verdicts: list[Verdict], lang: str = "en"):
     """One line per blank, then how many are as in the reference."""
     from rich.console import Group
     from rich.text import Text
@@ -486,24 +494,24 @@ def verdicts_view(verdicts: list[Verdict]):
         if v.status == "right":
             lines.append(Text.assemble(("✓ ", "passed"), tag, (v.answer, "code")))
         elif v.status == "blank":
-            lines.append(
-                Text.assemble(("✗ ", "failed"), tag, "not filled in; the reference has ", (v.expected, "code"))
-            )
+            lines.append(Text.assemble(("✗ ", "failed"), tag, phrase(lang, "drill_blank"), (v.expected, "code")))
         elif v.status == "equivalent":
             lines.append(
                 Text.assemble(
                     ("≈ ", "passed"),
                     tag,
                     (v.answer, "code"),
-                    " differs from the reference's ",
+                    phrase(lang, "drill_differs"),
                     (v.expected, "code"),
-                    ", but the checks pass: equivalent",
+                    phrase(lang, "drill_equivalent"),
                 )
             )
         else:
             lines.append(
-                Text.assemble(("✗ ", "failed"), tag, (v.answer, "code"), "; the reference has ", (v.expected, "code"))
+                Text.assemble(
+                    ("✗ ", "failed"), tag, (v.answer, "code"), phrase(lang, "drill_wrong"), (v.expected, "code")
+                )
             )
     same = sum(v.status == "right" for v in verdicts)
-    lines.append(Text(f"{same} of {len(verdicts)} blanks as in the reference", style="title"))
+    lines.append(Text(phrase(lang, "drill_same", same=same, n=len(verdicts)), style="title"))
     return Group(*lines)
