@@ -96,6 +96,9 @@ KEPT = {
     "Terry",
     "REINFORCE",
     "Dr",
+    "clip-higher",
+    "Clip-Higher",
+    "Bradley-Terry",
     "Schulman",
     "DeepSeekMath",
     "DeepSeek",
@@ -108,6 +111,7 @@ KEPT = {
 }
 PASSED_LINE = re.compile(r"^\d+ passed, \d+ failed$", re.MULTILINE)  # the report's machine-readable last line
 CODE = re.compile(r"`[^`\n]*`")
+OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")  # --force, -k
 COMMAND = re.compile(r"\b(kata|pytest|nox|pip|python)( [-\w./=:@]+)+")
 PATHLIKE = re.compile(r"[\w.~-]*[/\\][^\s，。；：（）]*|\S+\.(py|json|csv|toml|md|html|txt)\b")
 IDENTIFIER = re.compile(r"\b[A-Za-z_][\w.]*(\(|_|\.|\d)[\w.()\[\]=,]*")  # snake_case, dotted, calls, digits
@@ -115,9 +119,9 @@ WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]")
 
 
 def english_words(text: str, names: set[str] = frozenset()) -> list[str]:
-    """The English words of `text` outside code spans, commands, paths and identifiers that are
+    """The English words of `text` outside code spans, commands, options, paths and identifiers that are
     neither kept terms nor `names` (the kata's own identifiers). Single letters are variables."""
-    for pattern in (PASSED_LINE, CODE, COMMAND, PATHLIKE, IDENTIFIER):
+    for pattern in (PASSED_LINE, CODE, COMMAND, OPTION, PATHLIKE, IDENTIFIER):
         text = pattern.sub(" ", text)
     return [word for word in WORD.findall(text) if word not in KEPT and word not in names]
 
