@@ -130,7 +130,7 @@ def autograder_root() -> Path:
 def grade_submission(submission: Path, slugs: list[str], scoring: str, visibility: str, lang: str = "en") -> dict:
     """results.json for the kata files in `submission` (a folder): see the module's docstring."""
     from grader.classroom import batch, feedback, gradesheet
-    from grader.content.interface import phrase
+    from grader.content.i18n import phrase
     from grader.run import sandbox
 
     why = sandbox.problem()
@@ -167,7 +167,7 @@ def _tests(
     """Gradescope tests for one kata: per TODO and contract (points) or per check (1 each); their
     names and outputs in `lang`."""
     from grader.content.catalogue import get_kata, localized
-    from grader.content.interface import phrase
+    from grader.content.i18n import phrase
 
     def test(name: str, score: float, top: float, status: str) -> dict:
         return {

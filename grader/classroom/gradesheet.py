@@ -23,7 +23,7 @@ from rich.text import Text
 
 from grader.classroom.names import escape_char, file_name, json_text
 from grader.content.catalogue import get_kata, localized
-from grader.content.interface import phrase
+from grader.content.i18n import phrase
 from grader.report.results import GradeResult
 
 HISTOGRAM_BINS = 5  # score distribution: [0, 20%), [20%, 40%), ... [80%, 100%]

@@ -19,7 +19,7 @@ from urllib.parse import quote
 from grader.classroom.gradesheet import HISTOGRAM_BINS, score_histogram, student_mean
 from grader.classroom.names import file_name
 from grader.content.catalogue import get_kata, localized
-from grader.content.interface import phrase
+from grader.content.i18n import phrase
 
 BAR_PX = 300  # the longest bar, in pixels
 ROW_PX = 22

@@ -16,8 +16,7 @@ import click
 from gpu_labs.cli import lab
 from grader.cli import drill, grade, gradescope, learner
 from grader.cli.options import LANG_HELP, LANGUAGES, context_language
-from grader.content.i18n import pick_language
-from grader.content.interface import phrase
+from grader.content.i18n import phrase, pick_language
 from grader.report.console import errors
 
 

@@ -9,8 +9,7 @@ import click
 from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option, workspace_option
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import Kata
-from grader.content.i18n import pick_language
-from grader.content.interface import phrase
+from grader.content.i18n import phrase, pick_language
 from grader.report.console import console, errors
 
 

@@ -8,8 +8,7 @@ import click
 from grader import DEFAULT_MEMORY_MB
 from grader.cli.options import lang_option, scoring_option, timeout_option
 from grader.content import catalogue
-from grader.content.i18n import pick_language
-from grader.content.interface import phrase
+from grader.content.i18n import phrase, pick_language
 from grader.report.console import console, errors
 
 

@@ -6,8 +6,7 @@ import click
 
 from grader.cli.options import SLUG, lang_option, scoring_option
 from grader.content import catalogue
-from grader.content.i18n import pick_language
-from grader.content.interface import phrase
+from grader.content.i18n import phrase, pick_language
 from grader.report.console import console
 
 

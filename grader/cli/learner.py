@@ -12,8 +12,7 @@ from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option
 from grader.cli.workspace import Workspace, WorkspaceRefusal
 from grader.content import catalogue
 from grader.content.catalogue import Kata
-from grader.content.i18n import phrase, pick_language
-from grader.content.interface import phrase as say
+from grader.content.i18n import phrase, pick_language, set_message_language
 from grader.oracles.against import ORACLES, TRL_VERSION
 from grader.report.console import console, errors
 
@@ -52,15 +51,15 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
     try:
         path = workspace.create(kata.slug, kata.template(lang))
     except WorkspaceRefusal as refusal:
-        errors.print(say(lang, "refused", message=refusal), style="warning")
+        errors.print(phrase(lang, "refused", message=refusal), style="warning")
         return 1
     progress = workspace.progress()
     flush_warnings(workspace)
-    console.print(say(lang, "wrote_todos", path=path, todos=phrase(lang, "todos", n=len(kata.todos))))
+    console.print(phrase(lang, "wrote_todos", path=path, todos=phrase(lang, "todos", n=len(kata.todos))))
     pending = [slug for slug in kata.prerequisites if not progress.get(slug, {}).get("passed_at")]
     if pending:
-        console.print(say(lang, "tip_prerequisites", pending=", ".join(pending)))
-    console.print(say(lang, "read_lesson", slug=kata.slug))
+        console.print(phrase(lang, "tip_prerequisites", pending=", ".join(pending)))
+    console.print(phrase(lang, "read_lesson", slug=kata.slug))
     return 0
 
 
@@ -97,6 +96,8 @@ def check(
     from grader.report.terminal import build_report
     from grader.run.grading import GradingError, run_checks
 
+    lang = pick_language(lang)
+    set_message_language(lang)  # what grader.oracles and grader.run say below comes in it too
     if against:
         try:
             require(against, kata.slug)
@@ -105,15 +106,14 @@ def check(
                 raise click.UsageError(str(error)) from None
             errors.print(f"kata: {error}", style="error")
             return 1
-    lang = pick_language(lang)
     workspace = Workspace(workspace_dir, lang=lang)
     path = file_path or workspace.kata_file(kata.slug)
     if not path.is_file():
-        hint = "" if file_path else say(lang, "run_start", slug=kata.slug)
-        errors.print(say(lang, "no_file", path=path) + hint, style="warning")
+        hint = "" if file_path else phrase(lang, "run_start", slug=kata.slug)
+        errors.print(phrase(lang, "no_file", path=path) + hint, style="warning")
         return 1
     try:
-        checking = console.status(say(lang, "checking", path=path))
+        checking = console.status(phrase(lang, "checking", path=path))
         with checking if console.is_terminal and not as_json else nullcontext():
             result = run_checks(kata, path, timeout, against=against, lang=lang)
     except GradingError as error:
@@ -144,7 +144,7 @@ def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | N
     workspace = Workspace(workspace_dir, lang=lang)
     numbers = [todo.number for todo in kata.todos]
     if todo_number is not None and todo_number not in numbers:
-        message = say(lang, "has_todos", slug=kata.slug, numbers=", ".join(map(str, numbers)))
+        message = phrase(lang, "has_todos", slug=kata.slug, numbers=", ".join(map(str, numbers)))
         raise click.BadParameter(message, param_hint="--todo")
     console.print(next_hint(kata, workspace, todo_number, lang))
     flush_warnings(workspace)
@@ -163,7 +163,7 @@ def solution(kata: Kata, force: bool, workspace_dir: Path, lang: str | None) -> 
     status = workspace.status(kata.slug)
     flush_warnings(workspace)
     if not force and status != "passed":
-        errors.print(say(lang, "not_passed", slug=kata.slug), style="warning")
+        errors.print(phrase(lang, "not_passed", slug=kata.slug), style="warning")
         return 1
     if console.is_terminal:
         from rich.syntax import Syntax
@@ -185,9 +185,9 @@ def reset(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
     backup = workspace.reset(kata.slug, kata.template(lang))
     flush_warnings(workspace)
     if backup:
-        console.print(say(lang, "blank_again", path=workspace.kata_file(kata.slug), backup=backup))
+        console.print(phrase(lang, "blank_again", path=workspace.kata_file(kata.slug), backup=backup))
     else:
-        console.print(say(lang, "wrote_blank", path=workspace.kata_file(kata.slug)))
+        console.print(phrase(lang, "wrote_blank", path=workspace.kata_file(kata.slug)))
     return 0
 
 
@@ -216,7 +216,9 @@ def quiz(kata: Kata, lang: str | None) -> int:
     lang = pick_language(lang)
     if not quizzes.has_quiz(kata.slug):
         others = ", ".join(k.slug for k in catalogue.all_katas() if quizzes.has_quiz(k.slug))
-        errors.print(say(lang, "no_quiz", slug=kata.slug, others=others or say(lang, "none_yet")), style="warning")
+        errors.print(
+            phrase(lang, "no_quiz", slug=kata.slug, others=others or phrase(lang, "none_yet")), style="warning"
+        )
         return 1
     result = quizzes.ask(quizzes.load_questions(kata.slug), lang, console.input, console)
     return 0 if result.perfect else 1
@@ -235,6 +237,6 @@ def watch(kata: Kata | None, workspace_dir: Path, timeout: float, poll: bool, la
     lang = pick_language(lang)
     workspace = Workspace(workspace_dir, lang=lang)
     if not workspace.root.is_dir():
-        errors.print(say(lang, "no_workspace", path=workspace.root), style="warning")
+        errors.print(phrase(lang, "no_workspace", path=workspace.root), style="warning")
         return 1
     return watch_workspace(workspace, kata, timeout, poll, lang, console)

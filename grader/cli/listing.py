@@ -17,7 +17,7 @@ import re
 
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import DIFFICULTIES, Kata, localized
-from grader.content.interface import phrase
+from grader.content.i18n import phrase
 
 STATUS_STYLE = {"passed": "passed", "in progress": "timeout", "not started": "muted"}
 

@@ -10,8 +10,7 @@ from grader import DEFAULT_TIMEOUT
 from grader.cli.workspace import DEFAULT_DIR, Workspace
 from grader.content import catalogue
 from grader.content.catalogue import Kata
-from grader.content.i18n import pick_language
-from grader.content.interface import phrase
+from grader.content.i18n import phrase, pick_language
 from grader.report.console import errors
 from grader.report.results import SCORINGS
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from grader.cli.workspace import Workspace
 from grader.content import catalogue
 from grader.content.catalogue import Kata
-from grader.content.interface import phrase
+from grader.content.i18n import phrase
 from grader.report.terminal import build_report
 from grader.run.grading import GradingError, run_checks
 

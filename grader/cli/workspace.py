@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from grader.content.interface import phrase
+from grader.content.i18n import phrase
 from grader.files import atomic_write
 from grader.report.results import GradeResult
 

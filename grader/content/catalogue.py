@@ -128,7 +128,7 @@ class Kata:
 
     def template(self, lang: str = "en", filled: bool = False) -> str:
         """The exercise a learner starts from; `filled`: with the reference's code in every TODO."""
-        from grader.content.interface import phrase
+        from grader.content.i18n import phrase
 
         steps = {todo.number: (localized(todo.title, lang), localized(todo.guidance, lang)) for todo in self.todos}
         header = [
@@ -200,7 +200,7 @@ def unknown_kata(slug: str, lang: str = "en") -> str:
     """The one-line error for a slug that names no kata, with the closest ones as a did-you-mean."""
     import difflib
 
-    from grader.content.interface import phrase
+    from grader.content.i18n import phrase
 
     close = difflib.get_close_matches(slug, [kata.slug for kata in all_katas()], n=2, cutoff=0.5)
     names = phrase(lang, "or").join(repr(name) for name in close)

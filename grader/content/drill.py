@@ -34,7 +34,8 @@ from functools import cache
 
 from grader.content import render
 from grader.content.catalogue import DIFFICULTIES
-from grader.content.interface import PHRASES, phrase
+from grader.content.i18n import phrase
+from grader.content.interface import PHRASES
 
 LEVELS = dict(zip(DIFFICULTIES, (0.15, 0.35, 0.70)))  # the share of positions blanked
 SMALL_EXPRESSION = 30  # characters, at most

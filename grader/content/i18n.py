@@ -138,8 +138,11 @@ def pick_language(explicit: str | None = None) -> str:
 
 
 def phrase(lang: str, key: str, **values) -> str:
-    """The phrase `key` in `lang` (English when `lang` is unknown), filled with `values`."""
-    table = PHRASES.get(lang, PHRASES["en"])
+    """The phrase `key` (the report's, or a command's: grader.content.interface) in `lang` (English
+    when `lang` is unknown), filled with `values`."""
+    from grader.content.interface import PHRASES as COMMANDS
+
+    table = PHRASES.get(lang, PHRASES["en"]) | COMMANDS.get(lang, COMMANDS["en"])
     if values.get("n") == 1 and f"{key}_one" in table:
         key = f"{key}_one"
     return table[key].format(**values)

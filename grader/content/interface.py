@@ -1,5 +1,5 @@
-"""The `kata` commands' own lines in English and Chinese: `phrase(lang, key, **values)`, as in
-grader.content.i18n (whose PHRASES hold the report's and the hints'), with the same KEY_one rule.
+"""The `kata` commands' own lines in English and Chinese, read with grader.content.i18n's
+`phrase(lang, key, **values)` (beside the report's and the hints' phrases), with its KEY_one rule.
 
 Some phrases carry rich markup ([code]...[/]); values are filled in with str.format. Left as
 they are in either language (machine-readable): `--json` output, the check report's last line
@@ -263,12 +263,3 @@ PHRASES = {
         "gs_timeout": "超时",
     },
 }
-
-
-def phrase(lang: str, key: str, **values) -> str:
-    """The phrase `key` in `lang` (English when `lang` is unknown), filled with `values`; a count
-    n of 1 takes KEY_one where there is one."""
-    table = PHRASES.get(lang, PHRASES["en"])
-    if values.get("n") == 1 and f"{key}_one" in table:
-        key = f"{key}_one"
-    return table[key].format(**values)

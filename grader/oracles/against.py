@@ -6,6 +6,8 @@ The TRL-backed functions themselves are in grader.oracles.trl_oracle.
 
 from importlib import metadata
 
+from grader.content.i18n import say
+
 TRL_VERSION = "1.16.0"
 TRL_PIP = f'pip install "trl=={TRL_VERSION}"'
 ORACLES = ("trl",)
@@ -36,10 +38,23 @@ class AgainstError(ValueError):
 def require(oracle: str, slug: str) -> None:
     """Raise AgainstError unless `oracle` can grade kata `slug` here (usage: 2; trl missing: 1)."""
     if oracle not in ORACLES:
-        raise AgainstError(f"--against must be one of {', '.join(ORACLES)}, not {oracle!r}", 2)
+        choices = ", ".join(ORACLES)
+        raise AgainstError(
+            say(
+                f"--against must be one of {choices}, not {oracle!r}",
+                f"--against 只能是 {choices} 之一，不能是 {oracle!r}",
+            ),
+            2,
+        )
     if slug not in TRL_FUNCTIONS:
         supported = ", ".join(TRL_FUNCTIONS)
-        raise AgainstError(f"--against trl grades only the katas with a TRL counterpart: {supported}", 2)
+        raise AgainstError(
+            say(
+                f"--against trl grades only the katas with a TRL counterpart: {supported}",
+                f"--against trl 只能评分在 TRL 中有对应实现的 kata：{supported}",
+            ),
+            2,
+        )
     problem = trl_problem()
     if problem:
         raise AgainstError(f"--against trl: {problem}", 1)
@@ -50,7 +65,10 @@ def trl_problem() -> str | None:
     try:
         installed = metadata.version("trl")
     except metadata.PackageNotFoundError:
-        return f"TRL is not installed: {TRL_PIP}"
+        return say(f"TRL is not installed: {TRL_PIP}", f"未安装 TRL：{TRL_PIP}")
     if installed != TRL_VERSION:
-        return f"this is pinned to trl {TRL_VERSION}, found {installed}: {TRL_PIP}"
+        return say(
+            f"this is pinned to trl {TRL_VERSION}, found {installed}: {TRL_PIP}",
+            f"这里固定使用 trl {TRL_VERSION}，但找到的是 {installed}：{TRL_PIP}",
+        )
     return None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from grader import DEFAULT_TIMEOUT, run_limit
 from grader.content.catalogue import Kata
-from grader.content.i18n import set_message_language
+from grader.content.i18n import say, set_message_language
 from grader.judging.targets import warm_imports
 from grader.report.results import GradeResult
 from grader.run import sandbox, warm
@@ -110,10 +110,17 @@ def run_checks(
             control.close()  # the judge's copy was its only other end: the warm process ends now
             process.wait()
         if ended.timed_out:
-            raise GradingError("the grader ran out of time (this is a bug in the grader, not your code)")
+            raise GradingError(
+                say(
+                    "the grader ran out of time (this is a bug in the grader, not your code)",
+                    "评分程序超时（这是评分程序的缺陷，不是你的代码的问题）",
+                )
+            )
         if not report.exists():
-            raise GradingError(f"the grader failed: {last_line(log)}")
+            raise GradingError(say(f"the grader failed: {last_line(log)}", f"评分程序出错：{last_line(log)}"))
         result = GradeResult.from_json(json.loads(report.read_text(encoding="utf-8")))
         if not result.checks and not result.load_error:
-            raise GradingError(f"the grader ran no checks: {last_line(log)}")
+            raise GradingError(
+                say(f"the grader ran no checks: {last_line(log)}", f"评分程序没有运行任何检查：{last_line(log)}")
+            )
         return result
