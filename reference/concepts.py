@@ -47,4 +47,5 @@ ANSWERS["kl_reference"] = "a"  # the fixed reference, not the old policy
 ANSWERS["k3_guarantees"] = "d"  # non-negative, unbiased, 0 where the policies agree
 ANSWERS["k3_value"] = math.exp(-1.5 - (-1.0)) - (-1.5 - (-1.0)) - 1  # delta = -0.5: 0.107
 ANSWERS["k3_small"] = "b"  # exp(d) - d - 1 = d^2 / 2 + O(d^3): its value, not its variance
+ANSWERS["k3_gradient"] = "b"  # E_pi[(1 - pi_ref / pi) grad log pi] = grad KL(pi_ref || pi)
 # END TODO 4

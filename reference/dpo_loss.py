@@ -3,7 +3,7 @@
 For each pair i (prompt x_i, chosen response y_w, rejected response y_l) the inputs are
 sequence-level log-probs, already summed over the response tokens:
 
-    h_i  = (logp_pol(y_w) - logp_ref(y_w)) - (logp_pol(y_l) - logp_ref(y_l))      TODO 1 (TRL: `logits`)
+    h_i  = (logp_pol(y_w) - logp_ref(y_w)) - (logp_pol(y_l) - logp_ref(y_l))      TODO 1 (TRL: `delta_score`)
     "sigmoid":  l_i = -log sigmoid(beta * h_i)        DPO, Rafailov et al. 2023, eq. 7   TODO 2
     "hinge":    l_i = max(0, 1 - beta * h_i)          SLiC-style hinge                   TODO 3
     "ipo":      l_i = (h_i - 1 / (2 * beta))**2       IPO, Azar et al. 2023, eq. 17      TODO 3
@@ -11,10 +11,10 @@ sequence-level log-probs, already summed over the response tokens:
 
     implicit rewards:  r_w = beta * (logp_pol(y_w) - logp_ref(y_w)),  r_l likewise      TODO 4
 
-Conventions (lesson 004, exercise 2; TRL's DPOTrainer.dpo_loss with label_smoothing = 0):
+Conventions (lesson 004, exercise 2; TRL 1.16's DPOTrainer._compute_loss):
 - The reference model is frozen: its log-probs are constants, detached, and get no gradient.
 - -log sigmoid is computed with F.logsigmoid, finite for any margin (log(sigmoid(x)) is -inf
-  once sigmoid(x) underflows to 0, at x below about -104 in float32).
+  once sigmoid(x) underflows to 0, at x below about -89 in float32).
 - The loss is the mean over the batch, not the sum.
 - IPO's target is 1 / (2 * beta) and multiplies h, not beta * h. TRL feeds IPO length-normalised
   (mean per-token) log-probs; here every loss type uses whatever log-probs are passed.
@@ -76,7 +76,7 @@ def dpo_loss(
     if loss_type not in LOSS_TYPES:
         raise ValueError(f"loss_type must be one of {LOSS_TYPES}, not {loss_type!r}")
 
-    # TODO 1: the log-ratio margin h (TRL's `logits`), with the frozen reference as a constant
+    # TODO 1: the log-ratio margin h (TRL's `delta_score`), with the frozen reference as a constant
     chosen_logratios = policy_chosen_logp - ref_chosen_logp.detach()  # (B,) log pi / pi_ref on y_w
     rejected_logratios = policy_rejected_logp - ref_rejected_logp.detach()  # (B,) on y_l
     margin = chosen_logratios - rejected_logratios  # (B,) h > 0: the policy favours y_w more than ref does

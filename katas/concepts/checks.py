@@ -178,6 +178,15 @@ def test_k3_small(learner):
     check_answer(learner, "k3_small")
 
 
+@pytest.mark.todo(4)
+def test_k3_gradient(learner):
+    """k3's expected gradient is that of the reverse KL(pi_ref || pi_theta)
+
+    zh: k3 的期望梯度是反向 KL(pi_ref || pi_theta) 的梯度
+    """
+    check_answer(learner, "k3_gradient")
+
+
 def test_answers_are_known_keys_with_valid_values(learner):
     """ANSWERS is a dict of known question keys: option letters for choices, numbers for numbers
 
