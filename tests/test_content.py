@@ -25,7 +25,15 @@ from grader.run import sandbox
 
 KATAS = all_katas()
 SLUGS = [kata.slug for kata in KATAS]
-KATA_FILES = {"__init__.py", "kata.toml", "lesson.en.md", "lesson.zh.md", "checks.py", "misconceptions.toml"}
+KATA_FILES = {
+    "__init__.py",
+    "kata.toml",
+    "lesson.en.md",
+    "lesson.zh.md",
+    "checks.py",
+    "misconceptions.toml",
+    "docstrings.zh.toml",
+}
 OPTIONAL_FILES = {"questions.toml"}  # a quiz kata's question texts
 CJK = re.compile(r"[\u4e00-\u9fff]")
 REFERENCE_TARGETS = [(slug, "reference") for slug in SLUGS]
