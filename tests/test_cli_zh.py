@@ -1,6 +1,7 @@
 """Under --lang zh every line a `kata` command prints is Chinese (issue 19), but for code, paths,
 commands, slugs and the machine-readable lines; English stays as it was (the other CLI tests)."""
 
+import ast
 import io
 import json
 import re
@@ -270,3 +271,11 @@ def test_gradescope_takes_a_lang_and_its_results_are_chinese(kata_main, tmp_path
     names = [test["name"] for test in results["tests"]]
     assert names[-1] == "grpo_loss: 输入约定" and get_kata("grpo_loss").todos[0].title["zh"] in names[0]
     assert all(test["output"].startswith("未提交\n\n你的文件夹里没有") for test in results["tests"])
+
+
+def test_solution_under_zh_has_the_exercises_chinese_docstrings(kata_main, workspace):
+    run = kata_main("solution", "dpo_loss", "--force", "--workspace", workspace, "--lang", "zh")
+    english = kata_main("solution", "dpo_loss", "--force", "--workspace", workspace)
+    assert run.status == english.status == 0
+    assert CJK.search(ast.get_docstring(ast.parse(run.out)))
+    assert not CJK.search(english.out)

@@ -9,6 +9,7 @@ import ast
 import io
 import json
 import keyword
+import re
 import tokenize
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from rich.console import Console
 
 from grader.content import drill, quiz, render
-from grader.content.catalogue import all_katas
+from grader.content.catalogue import all_katas, get_kata
 from grader.report.styles import THEME
 
 SLUGS = [kata.slug for kata in all_katas()]
@@ -282,3 +283,14 @@ def test_check_reports_an_equivalent_answer_that_behaves_correctly(kata_main, tm
     assert status == 0, out
     assert "but the checks pass: equivalent" in " ".join(out.split())
     assert "11 of 12 blanks as in the reference" in out
+
+
+@pytest.mark.parametrize("slug", ["group_advantages", "grpo_loss", "reward_model"])
+def test_a_chinese_drill_file_has_the_chinese_docstrings_and_reads_back(slug):
+    """The drill file under zh carries the exercise's Chinese docstrings (outside every blank), and
+    the answers written into it are read back as written."""
+    exercise = drill.make_drill(slug, seed=5)
+    text = exercise.file_text("zh")
+    module = ast.get_docstring(ast.parse(drill.fill(text, exercise.answers)))
+    assert re.search(r"[\u4e00-\u9fff]", module) and module.strip() == get_kata(slug).docstrings("zh")["module"].strip()
+    assert drill.answers_in(exercise, drill.fill(text, exercise.answers)) == exercise.answers

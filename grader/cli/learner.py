@@ -10,7 +10,7 @@ import click
 
 from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option, workspace_option
 from grader.cli.workspace import Workspace, WorkspaceRefusal
-from grader.content import catalogue
+from grader.content import catalogue, render
 from grader.content.catalogue import Kata
 from grader.content.i18n import phrase, pick_language, set_message_language
 from grader.oracles.against import ORACLES, TRL_VERSION
@@ -165,12 +165,13 @@ def solution(kata: Kata, force: bool, workspace_dir: Path, lang: str | None) -> 
     if not force and status != "passed":
         errors.print(phrase(lang, "not_passed", slug=kata.slug), style="warning")
         return 1
+    text = render.translate_docstrings(kata.solution(), kata.docstrings(lang))  # the exercise's docstrings
     if console.is_terminal:
         from rich.syntax import Syntax
 
-        console.print(Syntax(kata.solution(), "python", line_numbers=True))
+        console.print(Syntax(text, "python", line_numbers=True))
     else:
-        click.echo(kata.solution(), nl=False)
+        click.echo(text, nl=False)
     return 0
 
 

@@ -223,10 +223,19 @@ class Drill:
     @property
     def text(self) -> str:
         """The reference with each chosen position replaced by its placeholder."""
+        return self.body("en")
+
+    def body(self, lang: str = "en") -> str:
+        """The reference with each chosen position replaced by its placeholder, its docstrings in
+        `lang` (katas/SLUG/docstrings.LANG.toml; they lie outside every TODO, so outside every blank)."""
+        from grader.content.catalogue import get_kata
+
+        placeholders = [(p.start, p.end, f"__{number}__") for number, p in enumerate(self.blanks, start=1)]
+        docstrings = render.docstring_spans(self.source, get_kata(self.slug).docstrings(lang))
         out, cursor = [], 0
-        for number, position in enumerate(self.blanks, start=1):
-            out += [self.source[cursor : position.start], f"__{number}__"]
-            cursor = position.end
+        for start, end, text in sorted(placeholders + docstrings):
+            out += [self.source[cursor:start], text]
+            cursor = end
         return "".join(out + [self.source[cursor:]])
 
     def header(self, lang: str = "en") -> str:
@@ -245,7 +254,7 @@ class Drill:
 
     def file_text(self, lang: str = "en") -> str:
         """The drill file: the header, an empty line, the blanked reference (valid Python)."""
-        return f"{self.header(lang)}\n{self.text}"
+        return f"{self.header(lang)}\n{self.body(lang)}"
 
 
 def make_drill(

@@ -177,44 +177,48 @@ def transplant(learner: str, solution: str, numbers: set[int]) -> str:
     return "\n".join(out) + "\n"
 
 
-def translate_docstrings(source: str, docstrings: dict[str, str]) -> str:
-    """`source` with docstrings replaced by `docstrings`' texts: key "module" for the module's, a
-    function's or class's name for its own, "Class.method" for a method's. Names not in
-    `docstrings` keep theirs; only the docstrings' lines change."""
+def docstring_spans(source: str, docstrings: dict[str, str]) -> list[tuple[int, int, str]]:
+    """(start, end, new text) character spans of `source` that hold the docstrings `docstrings`
+    replaces: key "module" for the module's, a function's or class's name for its own,
+    "Class.method" for a method's. Whole lines, in order; names not in `docstrings` keep theirs."""
     import ast
 
-    spans: list[tuple[int, int, int, str]] = []  # (first line, last line, indent, new text), 1-based
+    found: list[tuple[ast.stmt, str]] = []  # (the docstring's statement, its new text)
 
     def visit(body: list, prefix: str) -> None:
         for node in body:
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 name = f"{prefix}{node.name}"
                 if name in docstrings and ast.get_docstring(node) is not None:
-                    first = node.body[0]
-                    spans.append((first.lineno, first.end_lineno, first.col_offset, docstrings[name]))
+                    found.append((node.body[0], docstrings[name]))
                 if isinstance(node, ast.ClassDef):
                     visit(node.body, f"{name}.")
 
     tree = ast.parse(source)
     if "module" in docstrings and ast.get_docstring(tree) is not None:
-        first = tree.body[0]
-        spans.append((first.lineno, first.end_lineno, 0, docstrings["module"]))
+        found.append((tree.body[0], docstrings["module"]))
     visit(tree.body, "")
-    lines = source.splitlines()
-    for start, end, column, text in sorted(spans, reverse=True):
-        pad = " " * column
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    spans = []
+    for statement, text in found:
+        pad = " " * statement.col_offset
         body = text.strip().splitlines()
-        new = (
-            [f'{pad}"""{body[0]}"""']
-            if len(body) == 1
-            else [
-                f'{pad}"""{body[0]}',
-                *[f"{pad}{line}".rstrip() for line in body[1:]],
-                f'{pad}"""',
-            ]
-        )
-        lines[start - 1 : end] = new
-    return "\n".join(lines) + "\n"
+        lines = [f'"""{body[0]}"""'] if len(body) == 1 else [f'"""{body[0]}', *body[1:], '"""']
+        new = "\n".join(f"{pad}{line}".rstrip() for line in lines)
+        end = starts[statement.end_lineno] - 1 if source[starts[statement.end_lineno] - 1] == "\n" else len(source)
+        spans.append((starts[statement.lineno - 1], end, new))
+    return sorted(spans)
+
+
+def translate_docstrings(source: str, docstrings: dict[str, str]) -> str:
+    """`source` with the docstrings `docstrings` gives (see docstring_spans) in place of its own."""
+    out, cursor = [], 0
+    for start, end, text in docstring_spans(source, docstrings):
+        out += [source[cursor:start], text]
+        cursor = end
+    return "".join(out + [source[cursor:]])
 
 
 def apply_edit(source: str, find: str, replace: str) -> str:
