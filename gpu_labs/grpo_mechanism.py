@@ -142,7 +142,7 @@ def run(config: Config, lab_run) -> tuple[dict, str]:
     from gpu_labs.models import default_dtype, load_model
 
     dtype = default_dtype(lab_run.device)
-    with lab_run.stage("load_model"), lab_run.progress(f"loading {lab_run.model_spec}", 1) as advance:
+    with lab_run.stage("load_model"), lab_run.progress(lab_run.say("loading", model=lab_run.model_spec), 1) as advance:
         loaded = load_model(lab_run.model_spec, "cpu", dtype, config.seed)  # each set copies it to the device
         advance()
     lab_run.extra["model"] = {**loaded.identity, "device": lab_run.device}
@@ -218,7 +218,7 @@ def run_candidate_set(name: str, config: Config, loaded, lab_run) -> dict:
     settings = Objective(config.clip_range, config.eps, ratio_level=config.ratio_level)
     losses, gradient_norms, clip_fractions, update_ms, separations = [], [], [], [], []
     old = old_sequence = None
-    with lab_run.progress(f"{name}: updates", config.update_steps) as advance:
+    with lab_run.progress(lab_run.say("updates", name=name), config.update_steps) as advance:
         for _ in range(config.update_steps):
             started = clock(device)
             model.train()

@@ -207,7 +207,7 @@ def run(config: Config, lab_run) -> tuple[dict, str]:
     with lab_run.stage("inputs"):
         train, heldout = load_inputs(config, lab_run)
     dtype = default_dtype(lab_run.device)
-    with lab_run.stage("load_model"), lab_run.progress(f"loading {lab_run.model_spec}", 1) as advance:
+    with lab_run.stage("load_model"), lab_run.progress(lab_run.say("loading", model=lab_run.model_spec), 1) as advance:
         loaded = load_model(lab_run.model_spec, lab_run.device, dtype, config.seed)
         lab_run.extra["model"] = loaded.identity
         torch.manual_seed(config.seed)  # the adapter's initial weights

@@ -67,7 +67,7 @@ def run(config, lab_run) -> tuple[dict, str]:
         "main": PromptStream(data["train"], config.prompts_per_iter, config.seed + 1),
     }
     history = []
-    with lab_run.progress("GRPO iterations", config.iterations) as advance:
+    with lab_run.progress(lab_run.say("grpo_iterations"), config.iterations) as advance:
         for iteration in range(1, config.iterations + 1):
             phase = "curriculum" if iteration <= config.curriculum_iters else "main"
             record = trainer.iteration(iteration, phase, streams[phase].next())
