@@ -61,6 +61,7 @@ PHRASES = {
         "heldout_rollouts": "{split} rollouts on held-out prompts",
         "grpo_rollouts": "GRPO rollouts and updates",
         "grpo_iterations": "GRPO iterations",
+        "heldout_baseline": "held-out baseline {accuracy:.3f} (greedy, {n} problems)",
         # gpu_labs/summary.py
         "model": "model",
         "workload": "workload",
@@ -122,6 +123,7 @@ PHRASES = {
         "heldout_rollouts": "`{split}`：在留出提示词上生成回答",
         "grpo_rollouts": "GRPO 生成与更新",
         "grpo_iterations": "GRPO 迭代",
+        "heldout_baseline": "留出集基线准确率 {accuracy:.3f}（贪心解码，{n} 道题）",
         "model": "模型",
         "workload": "工作负载",
         "device": "设备",
@@ -159,6 +161,26 @@ DECISIONS_ZH = {  # what each decision (gpu_labs.decisions) means, shown before 
     "continue": "继续",
 }
 
+VALUES_ZH = {  # text values of the labs' results, as the summary shows them under zh (the evidence keeps them)
+    "diagnostic only, not a configuration choice": "仅供诊断，不是配置选择",
+    "peak resident set size (CPU run)": "进程的峰值常驻内存（CPU 运行）",
+    "reject_until_fixed unless finite and kl_bounded; tune unless learning_signal, policy_moved "
+    "and heldout_not_worse (None = not evaluated); otherwise continue": "`finite` 与 `kl_bounded` 不全为真时"
+    " reject_until_fixed；否则 `learning_signal`、`policy_moved` 与 `heldout_not_worse` 不全为真时 tune"
+    "（`None` 表示未评估）；其余情况 continue",
+}
+
+LOG_ZH = {  # train_grpo's console log under zh: column headers and phases
+    "reward": "奖励",
+    "inform": "有效组",
+    "clip": "裁剪",
+    "loss": "损失",
+    "eval": "评估",
+    "time": "用时",
+    "curriculum": "课程",
+    "main": "主训练",
+}
+
 MEMORY_ZH = {  # the summary's names of peak_memory's fields under zh
     "peak_rss_bytes": "峰值常驻内存",
     "peak_allocated_bytes": "峰值已分配显存",
@@ -180,6 +202,12 @@ def language() -> str:
 def text(key: str, **values) -> str:
     """The phrase `key` in the language of the command running (English outside `speaking`)."""
     return phrase(_LANGUAGE[0], key, **values)
+
+
+def say(en: str, zh: str) -> str:
+    """A one-off message written in both languages side by side (the labs' config checks): `zh`
+    inside `speaking("zh")`, else `en`."""
+    return zh if _LANGUAGE[0] == "zh" else en
 
 
 @contextmanager

@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpu_labs.decisions import STYLES
-from gpu_labs.phrases import MEMORY_ZH, decision_label, lab_title, phrase
+from gpu_labs.phrases import MEMORY_ZH, VALUES_ZH, decision_label, lab_title, phrase
 from gpu_labs.plots import sparkline
 from grader.report.styles import Trimmed
 
@@ -228,6 +228,8 @@ def _cell(key: str, value, lang: str = "en") -> Text | str:
     if isinstance(value, int | float):
         return _number(value)
     text = str(value)
+    if lang == "zh":
+        text = VALUES_ZH.get(text, text)
     if key.endswith("sha256") and len(text) > HASH:
         return f"{text[:HASH]}…"
     return text if len(text) <= CELL else text[: CELL - 1] + "…"
