@@ -13,7 +13,7 @@ import types
 import typing
 from pathlib import Path
 
-from gpu_labs.phrases import text
+from gpu_labs.phrases import listing, text
 
 
 class ConfigError(ValueError):
@@ -36,7 +36,7 @@ def override(config, values: dict):
     for name, value in values.items():
         name = name.replace("-", "_")
         if name not in known:
-            raise ConfigError(text("unknown_field", name=name, fields=", ".join(sorted(known))))
+            raise ConfigError(text("unknown_field", name=name, fields=listing(sorted(known))))
         changes[name] = _coerce(name, value, hints[name])
     return dataclasses.replace(config, **changes)
 

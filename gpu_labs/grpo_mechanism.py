@@ -43,7 +43,7 @@ from gpu_labs.config import ConfigError
 from gpu_labs.decisions import ACCEPT_MECHANISM, TUNE
 from gpu_labs.evidence import clock, text_sha256
 from gpu_labs.grpo_step import RATIO_LEVELS, sequence_mean
-from gpu_labs.phrases import say
+from gpu_labs.phrases import listing, say
 
 NAME = "grpo_mechanism"
 TITLE = "Verifier rewards, group advantages and clipped LoRA updates on a real model"
@@ -87,14 +87,14 @@ class Config:
     def __post_init__(self):
         unknown = [name for name in self.candidate_sets if name not in CANDIDATE_SETS]
         if not self.candidate_sets or unknown or len(set(self.candidate_sets)) != len(self.candidate_sets):
-            names = ", ".join(CANDIDATE_SETS)
+            names = listing(CANDIDATE_SETS)
             raise ConfigError(
                 say(
                     f"candidate_sets takes distinct names from {names}", f"candidate_sets 须为 {names} 中互不相同的名字"
                 )
             )
         if self.ratio_level not in RATIO_LEVELS:
-            levels, got = ", ".join(RATIO_LEVELS), repr(self.ratio_level)
+            levels, got = listing(RATIO_LEVELS), repr(self.ratio_level)
             raise ConfigError(
                 say(f"ratio_level takes one of {levels}, got {got}", f"ratio_level 须为 {levels} 之一，实际为 `{got}`")
             )

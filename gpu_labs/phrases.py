@@ -114,8 +114,8 @@ PHRASES = {
         "unknown_field": "没有名为 `{name}` 的配置字段；可用字段：{fields}",
         "no_read": "无法读取配置 {path}：{reason}",
         "config_not_json": "配置 {path} 不是有效的 JSON：第 {line} 行：{msg}",
-        "config_not_object": "配置 {path} 须为由“字段: 值”组成的 JSON 对象",
-        "not_assignment": "应为 field=value 的形式，实际为 `{pair}`",
+        "config_not_object": "配置 {path} 须为一个 JSON 对象：键为字段名，值为字段的值",
+        "not_assignment": "应写成“字段=值”，实际为 `{pair}`",
         "takes_list": "{name} 需要一个列表，实际为 `{value!r}`",
         "takes_kind": "{name} 需要 `{kind}` 类型的值，实际为 `{value!r}`",
         "loading": "正在加载 {model}",
@@ -166,8 +166,8 @@ VALUES_ZH = {  # text values of the labs' results, as the summary shows them und
     "peak resident set size (CPU run)": "进程的峰值常驻内存（CPU 运行）",
     "reject_until_fixed unless finite and kl_bounded; tune unless learning_signal, policy_moved "
     "and heldout_not_worse (None = not evaluated); otherwise continue": "`finite` 与 `kl_bounded` 不全为真时"
-    " reject_until_fixed；否则 `learning_signal`、`policy_moved` 与 `heldout_not_worse` 不全为真时 tune"
-    "（`None` 表示未评估）；其余情况 continue",
+    " `reject_until_fixed`；否则 `learning_signal`、`policy_moved` 与 `heldout_not_worse` 不全为真时 `tune`"
+    "（`None` 表示未评估）；其余情况 `continue`",
 }
 
 LOG_ZH = {  # train_grpo's console log under zh: column headers and phases
@@ -210,6 +210,11 @@ def say(en: str, zh: str) -> str:
     return zh if _LANGUAGE[0] == "zh" else en
 
 
+def listing(names) -> str:
+    """Names (fields, modes, decisions) in the command's language: `a, b` in English, `` `a`、`b` `` under zh."""
+    return "、".join(f"`{name}`" for name in names) if _LANGUAGE[0] == "zh" else ", ".join(names)
+
+
 @contextmanager
 def speaking(lang: str):
     """`with speaking("zh"):` makes `text` Chinese until the block ends (then the previous language)."""
@@ -226,6 +231,6 @@ def lab_title(name: str, title: str, lesson: str, lang: str) -> tuple[str, str]:
 
 
 def decision_label(decision: str, lang: str) -> str:
-    """`accept` in English; `接受（accept）` under zh (the name is the evidence's value)."""
+    """`accept` in English; “接受（`accept`）” under zh (the name is the evidence's value)."""
     meaning = DECISIONS_ZH.get(decision) if lang == "zh" else None
-    return f"{meaning}（{decision}）" if meaning else decision
+    return f"{meaning}（`{decision}`）" if meaning else decision

@@ -46,7 +46,7 @@ from gpu_labs.models import (
     hub_unreachable_but_cached,
     smollm2_gguf_path,
 )
-from gpu_labs.phrases import text
+from gpu_labs.phrases import listing, text
 from gpu_labs.runs import LabRefusal, claim_run_dir, default_label
 
 LABS_EXTRA = ("peft", "matplotlib")  # what a measured run imports: LoRA, curves.png
@@ -126,7 +126,7 @@ def run_lab(
 def build(name, run_mode, label=None, out=None, model=None, overrides=None, console=None, root=None):
     """Check the mode and config, claim the run folder: (lab module, config, LabRun, the evidence so far)."""
     if run_mode not in RUN_MODES:
-        raise LabRefusal(text("bad_run_mode", mode=run_mode, modes=", ".join(RUN_MODES)))
+        raise LabRefusal(text("bad_run_mode", mode=run_mode, modes=listing(RUN_MODES)))
     module = lab_module(name)
     config = resolve_config(module, run_mode, overrides or {})
     model = model or default_model(run_mode)
@@ -167,7 +167,7 @@ def check_environment(name: str, run_mode: str, model: str) -> None:
         needed = LABS_EXTRA + (("gguf",) if model == SMOLLM2 else ())
         missing = [module for module in needed if not _importable(module)]
         if missing:
-            raise LabRefusal(text("refuse_extra", name=name, missing=", ".join(missing), install=INSTALL_LABS))
+            raise LabRefusal(text("refuse_extra", name=name, missing=listing(missing), install=INSTALL_LABS))
     try:
         if model == SMOLLM2:
             smollm2_gguf_path()

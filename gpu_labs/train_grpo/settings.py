@@ -11,7 +11,7 @@ from pathlib import Path
 from gpu_labs.config import ConfigError
 from gpu_labs.data import ARITHMETIC, WORD_PROBLEMS_HELDOUT, WORD_PROBLEMS_TRAIN
 from gpu_labs.distributed import world_size_from_env
-from gpu_labs.phrases import say
+from gpu_labs.phrases import listing, say
 
 SHIPPED_DATA = {
     "arithmetic": ARITHMETIC,
@@ -147,12 +147,12 @@ def check_config(config: Config, world_size: int = 1) -> None:
         got = repr(config.top_p)
         raise ConfigError(say(f"top_p must be in (0, 1], got {got}", f"top_p 须在 (0, 1] 之内，实际为 `{got}`"))
     if config.finetune not in FINETUNES:
-        names, got = ", ".join(FINETUNES), repr(config.finetune)
+        names, got = listing(FINETUNES), repr(config.finetune)
         raise ConfigError(
             say(f"finetune must be one of {names}, got {got}", f"finetune 须为 {names} 之一，实际为 `{got}`")
         )
     if config.dtype not in DTYPES:
-        names, got = ", ".join(DTYPES), repr(config.dtype)
+        names, got = listing(DTYPES), repr(config.dtype)
         raise ConfigError(say(f"dtype must be one of {names}, got {got}", f"dtype 须为 {names} 之一，实际为 `{got}`"))
     if config.prompts_per_iter % world_size:
         count = config.prompts_per_iter
