@@ -40,6 +40,17 @@ def usage_error(ctx: click.Context, message: str, lang: str):
     raise click.exceptions.Exit(2)
 
 
+class RunMode(click.Choice):
+    """--run-mode: click's Choice, whose error is one Chinese line under zh."""
+
+    def convert(self, value, param, ctx):
+        lang = command_language(ctx)
+        if value not in self.choices and lang == "zh":
+            modes = "、".join(f"`{mode}`" for mode in self.choices)
+            usage_error(ctx, f"--run-mode 的值 `{value}` 无效，应为 {modes} 之一", lang)
+        return super().convert(value, param, ctx)
+
+
 class LabName(click.ParamType):
     """A lab's name; unknown names get a did-you-mean."""
 
@@ -131,7 +142,7 @@ def list_labs(ctx: click.Context, as_json: bool, lang: str | None) -> int:
 @click.argument("name", type=LabName())
 @click.option(
     "--run-mode",
-    type=click.Choice(RUN_MODES),
+    type=RunMode(RUN_MODES),
     default="dry_run",
     show_default=True,
     help="dry_run: record config and model identity only; cpu_smoke: the whole path, small, on the CPU "

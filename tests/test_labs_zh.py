@@ -97,6 +97,14 @@ def test_an_unknown_lab_is_one_chinese_line_with_a_suggestion(kata_main, tmp_pat
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_bad_run_mode_is_one_chinese_line(kata_main):
+    status, out, err = kata_main("lab", "run", "grpo_mechanism", "--lang", "zh", "--run-mode", "gpu")
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--run-mode 的值 `gpu` 无效" in err and not english_words(err), err
+    status, _, err = kata_main("lab", "run", "grpo_mechanism", "--run-mode", "gpu")
+    assert status == 2 and "'gpu' is not one of" in err  # English: click's own message, as before
+
+
 @pytest.mark.parametrize(
     ("assignment", "message"),
     [
