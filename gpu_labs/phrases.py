@@ -164,6 +164,7 @@ DECISIONS_ZH = {  # what each decision (gpu_labs.decisions) means, shown before 
 VALUES_ZH = {  # text values of the labs' results, as the summary shows them under zh (the evidence keeps them)
     "diagnostic only, not a configuration choice": "仅供诊断，不是配置选择",
     "peak resident set size (CPU run)": "进程的峰值常驻内存（CPU 运行）",
+    "no group with reward variance": "没有奖励有差异的组",
     "reject_until_fixed unless finite and kl_bounded; tune unless learning_signal, policy_moved "
     "and heldout_not_worse (None = not evaluated); otherwise continue": "`finite` 与 `kl_bounded` 不全为真时"
     " `reject_until_fixed`；否则 `learning_signal`、`policy_moved` 与 `heldout_not_worse` 不全为真时 `tune`"

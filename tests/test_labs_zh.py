@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from conftest import flat, one_torch_thread
 
 from gpu_labs import LABS, grpo_mechanism, models
-from gpu_labs.grpo_rlvr import delivery
+from gpu_labs.grpo_rlvr import delivery, rollouts
 from gpu_labs.phrases import DECISIONS_ZH, PHRASES, TITLES_ZH, VALUES_ZH, phrase, speaking
 from gpu_labs.summary import build_summary
 from gpu_labs.train_grpo import results as train_results
@@ -64,7 +64,7 @@ def test_the_phrase_tables_have_the_same_keys_and_the_chinese_ones_no_english_wo
 
 def test_the_result_texts_translated_for_the_summary_are_the_labs_own():
     """VALUES_ZH is keyed by the labs' English texts: one changed there would go untranslated."""
-    sources = inspect.getsource(grpo_mechanism) + inspect.getsource(delivery)
+    sources = inspect.getsource(grpo_mechanism) + inspect.getsource(delivery) + inspect.getsource(rollouts)
     assert {text for text in VALUES_ZH if text in sources} | {train_results.DECISION_RULE} == set(VALUES_ZH)
 
 
