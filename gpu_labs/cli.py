@@ -13,6 +13,42 @@ from pathlib import Path
 import click
 
 from gpu_labs import LABS, RUN_MODES
+from gpu_labs.phrases import lab_title, phrase, speaking
+
+LANG_HELP = "Language: en or zh (default: `kata --lang`, KATA_LANG, then the locale, then English)."
+
+
+def command_language(ctx: click.Context) -> str:
+    """'en' or 'zh': the command's --lang, else `kata --lang`, else KATA_LANG or the locale."""
+    from grader.content.i18n import pick_language
+
+    chosen = [ctx.params.get("lang"), ctx.find_root().params.get("lang")]  # click may hold a sentinel
+    return pick_language(next((value for value in chosen if isinstance(value, str)), None))
+
+
+def lang_option(command):
+    """--lang, read before the other arguments so that their errors come out in it."""
+    return click.option("--lang", type=click.Choice(["en", "zh"]), is_eager=True, help=LANG_HELP)(command)
+
+
+def usage_error(ctx: click.Context, message: str, lang: str):
+    """A bad argument: click's usage error in English; under zh one Chinese line on stderr, status 2."""
+    if lang != "zh":
+        raise click.UsageError(message, ctx)
+    _, errors = _consoles()
+    errors.print(f"{ctx.command_path}：错误：{message}（见 `{ctx.command_path} --help`）", style="error", markup=False)
+    raise click.exceptions.Exit(2)
+
+
+class RunMode(click.Choice):
+    """--run-mode: click's Choice, whose error is one Chinese line under zh."""
+
+    def convert(self, value, param, ctx):
+        lang = command_language(ctx)
+        if value not in self.choices and lang == "zh":
+            modes = "、".join(f"`{mode}`" for mode in self.choices)
+            usage_error(ctx, f"--run-mode 的值 `{value}` 无效，应为 {modes} 之一", lang)
+        return super().convert(value, param, ctx)
 
 
 class LabName(click.ParamType):
@@ -25,9 +61,14 @@ class LabName(click.ParamType):
             return value
         import difflib
 
+        lang = command_language(ctx)
         close = difflib.get_close_matches(value, LABS, n=2, cutoff=0.5)
-        hint = f" Did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
-        self.fail(f"unknown lab {value!r}.{hint} `kata lab list` shows them all.", param, ctx)
+        names = phrase(lang, "or").join(repr(name) if lang == "en" else f"`{name}`" for name in close)
+        hint = phrase(lang, "did_you_mean", names=names) if close else ""
+        message = phrase(lang, "unknown_lab", name=value, hint=hint)
+        if lang == "zh":
+            usage_error(ctx, message, lang)
+        self.fail(message, param, ctx)
 
     def shell_complete(self, ctx, param, incomplete):
         from click.shell_completion import CompletionItem
@@ -42,15 +83,16 @@ def _consoles():
     return console, errors
 
 
-def lab_rows() -> list[dict]:
-    """name, title and lesson of every lab (importing a lab module loads no torch)."""
+def lab_rows(lang: str = "en") -> list[dict]:
+    """name, title and lesson of every lab, in `lang` (importing a lab module loads no torch)."""
     rows = []
     for name, module_name in LABS.items():
         try:
             module = importlib.import_module(module_name)
-            rows.append({"name": name, "title": module.TITLE, "lesson": module.LESSON})
+            title, lesson = lab_title(name, module.TITLE, module.LESSON, lang)
+            rows.append({"name": name, "title": title, "lesson": lesson})
         except ImportError as error:  # a lab whose module or dependency is missing is listed as such
-            rows.append({"name": name, "title": f"(unavailable: {error})", "lesson": ""})
+            rows.append({"name": name, "title": phrase(lang, "unavailable", error=error), "lesson": ""})
     return rows
 
 
@@ -71,25 +113,28 @@ def lab():
 
 @lab.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
-def list_labs(as_json: bool) -> int:
+@lang_option
+@click.pass_context
+def list_labs(ctx: click.Context, as_json: bool, lang: str | None) -> int:
     """The labs: name, title and the lesson step each one comes from."""
-    rows = lab_rows()
-    if as_json:
-        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+    if as_json:  # machine-readable: the modules' own (English) titles under every language
+        click.echo(json.dumps(lab_rows(), ensure_ascii=False, indent=1))
         return 0
+    lang = command_language(ctx)
+    rows = lab_rows(lang)
     from rich.table import Table
 
     from grader.report.styles import Trimmed
 
     table = Table(box=None, pad_edge=False, header_style="title")
-    table.add_column("lab", no_wrap=True)
-    table.add_column("title", overflow="fold")
-    table.add_column("lesson", no_wrap=True)
+    table.add_column(phrase(lang, "col_lab"), no_wrap=True)
+    table.add_column(phrase(lang, "col_title"), overflow="fold")
+    table.add_column(phrase(lang, "col_lesson"), no_wrap=True)
     for row in rows:
         table.add_row(row["name"], row["title"], row["lesson"])
     console, _ = _consoles()
     console.print(Trimmed(table))
-    console.print("Run one: kata lab run NAME --run-mode dry_run|cpu_smoke|real_gpu", style="muted")
+    console.print(phrase(lang, "run_one"), style="muted")
     return 0
 
 
@@ -97,7 +142,7 @@ def list_labs(as_json: bool) -> int:
 @click.argument("name", type=LabName())
 @click.option(
     "--run-mode",
-    type=click.Choice(RUN_MODES),
+    type=RunMode(RUN_MODES),
     default="dry_run",
     show_default=True,
     help="dry_run: record config and model identity only; cpu_smoke: the whole path, small, on the CPU "
@@ -118,8 +163,18 @@ def list_labs(as_json: bool) -> int:
     "--set", "assignments", multiple=True, metavar="FIELD=VALUE", help="Override a config field (repeatable)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the evidence as JSON instead of the summary.")
+@lang_option
+@click.pass_context
 def run_command(
-    name: str, run_mode: str, label: str | None, out: Path | None, model_spec: str | None, assignments, as_json: bool
+    ctx: click.Context,
+    name: str,
+    run_mode: str,
+    label: str | None,
+    out: Path | None,
+    model_spec: str | None,
+    assignments,
+    as_json: bool,
+    lang: str | None,
 ) -> int:
     """Run lab NAME; the evidence goes to runs/NAME/LABEL/.
 
@@ -133,25 +188,28 @@ def run_command(
     from gpu_labs.summary import build_summary
 
     console, errors = _consoles()
+    lang = command_language(ctx)
     try:
-        overrides = parse_assignments(assignments)
-        record, run_dir = run_lab(
-            name, run_mode, label, out, model_spec, overrides, console=(errors if as_json else console).rich()
-        )
+        with speaking(lang):
+            overrides = parse_assignments(assignments)
+            record, run_dir = run_lab(
+                name, run_mode, label, out, model_spec, overrides, console=(errors if as_json else console).rich()
+            )
     except ConfigError as error:
+        if lang == "zh":
+            usage_error(ctx, f"--set 的值无效：{error}", lang)
         raise click.BadParameter(str(error), param_hint="--set") from None
     except LabRefusal as refusal:  # CUDA, the labs extra, the model, the label: before any folder
-        errors.print(f"kata lab: {refusal}", style="warning", markup=False)
+        errors.print(f"kata lab{'：' if lang == 'zh' else ': '}{refusal}", style="warning", markup=False)
         return 1
     if as_json:
         click.echo(json.dumps(record, ensure_ascii=False, indent=1))
     else:
-        console.print(build_summary(record, run_dir))
+        console.print(build_summary(record, run_dir, lang))
     failure = record.get("failure")
     if failure:
         errors.print(
-            f"kata lab: {name} failed in stage {failure['stage']}: {failure['type']}: {failure['message']} "
-            f"(evidence in {run_dir})",
+            phrase(lang, "failed_in_stage", name=name, run_dir=run_dir, **failure),
             style="error",
             markup=False,
         )
@@ -162,7 +220,9 @@ def run_command(
 @click.argument("run")
 @click.argument("label", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the evidence as JSON.")
-def show_command(run: str, label: str | None, as_json: bool) -> int:
+@lang_option
+@click.pass_context
+def show_command(ctx: click.Context, run: str, label: str | None, as_json: bool, lang: str | None) -> int:
     """Reprint a past run's summary.
 
     \b
@@ -175,30 +235,32 @@ def show_command(run: str, label: str | None, as_json: bool) -> int:
     from gpu_labs.summary import build_summary
 
     console, errors = _consoles()
+    lang = command_language(ctx)
     try:
-        found = find_run(run, label)
-        path = found / "evidence.json" if found.is_dir() else found
-        record = read_evidence(path)
+        with speaking(lang):
+            found = find_run(run, label)
+            path = found / "evidence.json" if found.is_dir() else found
+            record = read_evidence(path, lang)
     except (LookupError, ValueError) as error:
-        errors.print(f"kata lab: {error}", style="warning", markup=False)
+        errors.print(f"kata lab{'：' if lang == 'zh' else ': '}{error}", style="warning", markup=False)
         return 1
     if as_json:
         click.echo(json.dumps(record, ensure_ascii=False, indent=1))
     else:
-        console.print(build_summary(record, path.parent))
+        console.print(build_summary(record, path.parent, lang))
     return 0
 
 
-def read_evidence(path: Path) -> dict:
-    """The evidence dict in `path`; ValueError (one line) when it is missing or not a lab's evidence."""
+def read_evidence(path: Path, lang: str = "en") -> dict:
+    """The evidence dict in `path`; ValueError (one line, in `lang`) when it is missing or not a lab's evidence."""
     if not path.is_file():
-        raise ValueError(f"no evidence at {path} (is it a run folder, e.g. runs/grpo_mechanism/LABEL?)")
+        raise ValueError(phrase(lang, "no_evidence", path=path))
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise ValueError(f"{path} is not a text file") from None
+        raise ValueError(phrase(lang, "not_text", path=path)) from None
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON: line {error.lineno}: {error.msg}") from None
+        raise ValueError(phrase(lang, "not_json", path=path, line=error.lineno, msg=error.msg)) from None
     if not isinstance(record, dict) or not {"lab", "run_mode", "decision"} <= record.keys():
-        raise ValueError(f"{path} is not a lab's evidence (it lacks lab, run_mode or decision)")
+        raise ValueError(phrase(lang, "not_evidence", path=path))
     return record

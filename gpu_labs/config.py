@@ -13,6 +13,8 @@ import types
 import typing
 from pathlib import Path
 
+from gpu_labs.phrases import listing, text
+
 
 class ConfigError(ValueError):
     """An override or config file that does not fit the config; the message is one line."""
@@ -34,7 +36,7 @@ def override(config, values: dict):
     for name, value in values.items():
         name = name.replace("-", "_")
         if name not in known:
-            raise ConfigError(f"unknown config field {name!r}; fields: {', '.join(sorted(known))}")
+            raise ConfigError(text("unknown_field", name=name, fields=listing(sorted(known))))
         changes[name] = _coerce(name, value, hints[name])
     return dataclasses.replace(config, **changes)
 
@@ -44,11 +46,11 @@ def load_json_config(config, path: Path):
     try:
         values = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
-        raise ConfigError(f"cannot read config {path}: {error.strerror}") from None
+        raise ConfigError(text("no_read", path=path, reason=error.strerror)) from None
     except json.JSONDecodeError as error:
-        raise ConfigError(f"config {path} is not valid JSON: line {error.lineno}: {error.msg}") from None
+        raise ConfigError(text("config_not_json", path=path, line=error.lineno, msg=error.msg)) from None
     if not isinstance(values, dict):
-        raise ConfigError(f"config {path} must hold a JSON object of field: value")
+        raise ConfigError(text("config_not_object", path=path))
     return override(config, values)
 
 
@@ -58,7 +60,7 @@ def parse_assignments(pairs) -> dict:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise ConfigError(f"expected field=value, got {pair!r}")
+            raise ConfigError(text("not_assignment", pair=pair))
         values[name.strip()] = value
     return values
 
@@ -74,14 +76,14 @@ def _coerce(name: str, value, kind):
         (item_kind, *_) = typing.get_args(kind) or (str,)
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, list | tuple):
-            raise ConfigError(f"{name} takes a list, got {value!r}")
+            raise ConfigError(text("takes_list", name=name, value=value))
         return tuple(_coerce(name, item.strip() if isinstance(item, str) else item, item_kind) for item in items)
     if not isinstance(value, str):
         if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
             return value
-        raise ConfigError(f"{name} takes {kind.__name__}, got {value!r}")
+        raise ConfigError(text("takes_kind", name=name, kind=kind.__name__, value=value))
     try:
         if kind is bool:
             if value.lower() in ("1", "true", "yes", "on"):
@@ -91,4 +93,4 @@ def _coerce(name: str, value, kind):
             raise ValueError
         return kind(value)
     except ValueError:
-        raise ConfigError(f"{name} takes {kind.__name__}, got {value!r}") from None
+        raise ConfigError(text("takes_kind", name=name, kind=kind.__name__, value=value)) from None

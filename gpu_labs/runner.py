@@ -46,6 +46,7 @@ from gpu_labs.models import (
     hub_unreachable_but_cached,
     smollm2_gguf_path,
 )
+from gpu_labs.phrases import listing, text
 from gpu_labs.runs import LabRefusal, claim_run_dir, default_label
 
 LABS_EXTRA = ("peft", "matplotlib")  # what a measured run imports: LoRA, curves.png
@@ -81,6 +82,10 @@ class LabRun:
         from grader.report.styles import progress_bar
 
         return progress_bar(self.console, description, total)
+
+    def say(self, key: str, **values) -> str:
+        """A progress bar's description in the command's language (gpu_labs.phrases)."""
+        return text(key, **values)
 
 
 def lab_module(name: str):
@@ -121,7 +126,7 @@ def run_lab(
 def build(name, run_mode, label=None, out=None, model=None, overrides=None, console=None, root=None):
     """Check the mode and config, claim the run folder: (lab module, config, LabRun, the evidence so far)."""
     if run_mode not in RUN_MODES:
-        raise LabRefusal(f"run mode {run_mode!r} is not one of {', '.join(RUN_MODES)}")
+        raise LabRefusal(text("bad_run_mode", mode=run_mode, modes=listing(RUN_MODES)))
     module = lab_module(name)
     config = resolve_config(module, run_mode, overrides or {})
     model = model or default_model(run_mode)
@@ -157,12 +162,12 @@ def check_environment(name: str, run_mode: str, model: str) -> None:
         import torch
 
         if not torch.cuda.is_available():
-            raise LabRefusal("real_gpu needs CUDA, and torch sees no GPU here; use --run-mode cpu_smoke or dry_run")
+            raise LabRefusal(text("refuse_cuda"))
     if run_mode != "dry_run":
         needed = LABS_EXTRA + (("gguf",) if model == SMOLLM2 else ())
         missing = [module for module in needed if not _importable(module)]
         if missing:
-            raise LabRefusal(f"{name} needs {', '.join(missing)}, which cannot be imported here: {INSTALL_LABS}")
+            raise LabRefusal(text("refuse_extra", name=name, missing=listing(missing), install=INSTALL_LABS))
     try:
         if model == SMOLLM2:
             smollm2_gguf_path()

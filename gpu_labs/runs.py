@@ -9,6 +9,8 @@ import re
 import time
 from pathlib import Path
 
+from gpu_labs.phrases import text
+
 RUNS_ROOT = Path("runs")
 SHOWN_RUNS = 8  # runs named in the error for a run that is not there
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -25,9 +27,7 @@ def default_label(run_mode: str) -> str:
 
 def check_label(label: str) -> str:
     if not LABEL_PATTERN.fullmatch(label):
-        raise LabRefusal(
-            f"label {label!r} must be 1-64 letters, digits, '.', '_' or '-' (starting with a letter or digit)"
-        )
+        raise LabRefusal(text("bad_label", label=label))
     return label
 
 
@@ -40,13 +40,13 @@ def claim_run_dir(lab: str, label: str, out: Path | None = None, root: Path = RU
     path = Path(out) if out is not None else root / lab / check_label(label)
     if path.exists():
         if not path.is_dir():
-            raise LabRefusal(f"{path} exists and is not a folder")
+            raise LabRefusal(text("not_folder", path=path))
         if out is None or any(path.iterdir()):
-            raise LabRefusal(f"run {path} already exists; choose another --label (runs are never overwritten)")
+            raise LabRefusal(text("run_exists", path=path))
     try:
         path.mkdir(parents=True, exist_ok=out is not None)
     except FileExistsError:  # another run claimed it between the check and here
-        raise LabRefusal(f"run {path} already exists; choose another --label (runs are never overwritten)") from None
+        raise LabRefusal(text("run_exists", path=path)) from None
     return path
 
 
@@ -59,7 +59,7 @@ def find_run(name: str, label: str | None = None, root: Path = RUNS_ROOT) -> Pat
     if label is None and Path(name).exists():
         return Path(name)
     if label is None and ("/" in name or name.endswith(".json")):
-        raise LookupError(f"{name} does not exist (give a run folder, its evidence.json, or LAB LABEL)")
+        raise LookupError(text("no_such_path", name=name))
     runs = [folder for folder in sorted(root.glob("*/*")) if folder.is_dir()]
     if label is not None:
         found = [run for run in runs if (run.parent.name, run.name) == (name, label)]
@@ -72,9 +72,9 @@ def find_run(name: str, label: str | None = None, root: Path = RUNS_ROOT) -> Pat
     asked = f"{name} {label}" if label else name
     if found:
         labs = ", ".join(run.parent.name for run in found)
-        raise LookupError(f"{asked!r} is a run of {labs}; say which: kata lab show LAB {name}")
+        raise LookupError(text("ambiguous", asked=asked, labs=labs, name=name))
     if not runs:
-        raise LookupError(f"no run {asked!r}: {root}/ holds no runs yet (kata lab run NAME makes one)")
+        raise LookupError(text("no_runs_yet", asked=asked, root=root))
     listed = ", ".join(f"{run.parent.name} {run.name}" for run in runs[:SHOWN_RUNS])
-    more = f" and {len(runs) - SHOWN_RUNS} more" if len(runs) > SHOWN_RUNS else ""
-    raise LookupError(f"no run {asked!r} in {root}/; there are: {listed}{more}")
+    more = text("and_more", n=len(runs) - SHOWN_RUNS) if len(runs) > SHOWN_RUNS else ""
+    raise LookupError(text("no_such_run", asked=asked, root=root, listed=listed, more=more))

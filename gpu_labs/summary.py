@@ -13,6 +13,9 @@ Tables have no borders, so the summary is plain aligned text when it is not a te
 the console's width (80 columns too): cells wrap rather than end in '…', sparklines shrink to the
 room left (bucket means), hashes show their first 12 digits, and no line ends in padding.
 `kata lab run` prints it at the end of a run; `kata lab show LAB LABEL` reprints it.
+
+Under zh (`lang`) its labels, the lab's title, the decision's meaning and the memory names are
+Chinese (gpu_labs.phrases); the names of results, stages and curves stay the evidence's.
 """
 
 import math
@@ -24,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpu_labs.decisions import STYLES
+from gpu_labs.phrases import MEMORY_ZH, VALUES_ZH, decision_label, lab_title, phrase
 from gpu_labs.plots import sparkline
 from grader.report.styles import Trimmed
 
@@ -34,28 +38,33 @@ HASH = 12  # digits shown of a sha256
 SPARK_MIN = 8  # the narrowest a sparkline is drawn when the width is short
 
 
-def build_summary(record: dict, run_dir: Path | None = None) -> RenderableType:
-    """The whole summary of one evidence record."""
+def build_summary(record: dict, run_dir: Path | None = None, lang: str = "en") -> RenderableType:
+    """The whole summary of one evidence record, in `lang` ('en' or 'zh')."""
+    title, _ = lab_title(str(record.get("lab")), str(record.get("title", "")), "", lang)
     parts: list[RenderableType] = [
         Text.assemble(
             (f"{record.get('lab', '?')} · {record.get('label', '?')}", "title"),
             (f"  {record.get('run_mode', '?')}", "muted"),
         ),
-        Text(str(record.get("title", "")), style="muted"),
-        _facts(record),
+        Text(title, style="muted"),
+        _facts(record, lang),
     ]
-    timings = _timings(record)
+    timings = _timings(record, lang)
     if timings is not None:
         parts += [Text(), timings]
-    for title, table in _results(record.get("results") or {}):
+    for title, table in _results(record.get("results") or {}, lang):
         parts += [Text(), Text(title, style="title"), table]
-    curves = _curves(record.get("curves") or {})
+    curves = _curves(record.get("curves") or {}, lang)
     if curves is not None:
-        parts += [Text(), Text("curves", style="title"), curves]
+        parts += [Text(), Text(phrase(lang, "curves"), style="title"), curves]
     if run_dir is not None:
         artifacts = record.get("artifacts") or {}
         names = ", ".join(str(name) for name in artifacts.values()) or "evidence.json"
-        parts += [Text(), Text.assemble(("evidence: ", "muted"), (str(run_dir), "code")), Text(f"  {names}", "muted")]
+        parts += [
+            Text(),
+            Text.assemble((phrase(lang, "evidence"), "muted"), (str(run_dir), "code")),
+            Text(f"  {names}", "muted"),
+        ]
     return Trimmed(Group(*parts))
 
 
@@ -92,27 +101,34 @@ def model_line(model: dict) -> str:
     return f"{name}  (sha256 {digest})" if digest else name
 
 
-def _facts(record: dict) -> Table:
+def _facts(record: dict, lang: str = "en") -> Table:
     table = _grid()
     hardware = record.get("hardware") or {}
     device = hardware.get("device") or ("cuda" if record.get("run_mode") == "real_gpu" else "cpu")
-    table.add_row("model", model_line(record.get("model") or {}) if record.get("model") else "—")
+    torch = ((record.get("framework") or {}).get("torch")) or "?"
+    table.add_row(phrase(lang, "model"), model_line(record.get("model") or {}) if record.get("model") else "—")
     workload = record.get("workload") or {}
     if workload.get("id"):
-        table.add_row("workload", " ".join(str(workload[key]) for key in ("id", "version") if workload.get(key)))
-    table.add_row("device", f"{device}, torch {((record.get('framework') or {}).get('torch')) or '?'}")
+        workload_line = " ".join(str(workload[key]) for key in ("id", "version") if workload.get(key))
+        table.add_row(phrase(lang, "workload"), workload_line)
+    if lang == "zh":
+        table.add_row(
+            phrase(lang, "device"), f"{device.upper() if device in ('cpu', 'cuda') else device}，PyTorch {torch}"
+        )
+    else:
+        table.add_row("device", f"{device}, torch {torch}")
     decision = str(record.get("decision", "?"))
-    table.add_row("decision", Text(decision, style=decision_style(decision)))
+    table.add_row(phrase(lang, "decision"), Text(decision_label(decision, lang), style=decision_style(decision)))
     failure = record.get("failure")
     if failure:
-        where = f" in stage {failure.get('stage')}" if failure.get("stage") else ""
-        table.add_row(
-            "failure", Text(f"{failure.get('type', 'Error')}{where}: {failure.get('message', '')}", style="error")
-        )
+        where = phrase(lang, "in_stage", stage=failure.get("stage")) if failure.get("stage") else ""
+        colon = "：" if lang == "zh" else ": "
+        line = f"{failure.get('type', 'Error')}{where}{colon}{failure.get('message', '')}"
+        table.add_row(phrase(lang, "failure"), Text(line, style="error"))
     return table
 
 
-def _timings(record: dict) -> Table | None:
+def _timings(record: dict, lang: str = "en") -> Table | None:
     stages = record.get("stages") or {}
     memory = record.get("peak_memory") or {}
     if not stages and not memory:
@@ -121,18 +137,19 @@ def _timings(record: dict) -> Table | None:
     for name, seconds in stages.items():
         table.add_row(name, f"{seconds:.2f} s")
     for name, value in memory.items():
-        table.add_row(name.removesuffix("_bytes").replace("_", " "), _bytes(value))
+        shown = MEMORY_ZH.get(name) if lang == "zh" else None
+        table.add_row(shown or name.removesuffix("_bytes").replace("_", " "), _bytes(value))
     return table
 
 
-def _results(results: dict) -> list[tuple[str, Table]]:
+def _results(results: dict, lang: str = "en") -> list[tuple[str, Table]]:
     """(title, table) for the scalar results, then one per list of dicts and per list of numbers."""
     sections, scalars, sparks = [], {}, {}
     for key, value in results.items():
         if isinstance(value, dict):
             scalars.update({f"{key}.{inner}": item for inner, item in value.items() if _is_scalar(item)})
         elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
-            sections.append((key, _dict_list(value)))
+            sections.append((key, _dict_list(value, lang)))
         elif isinstance(value, list) and _numbers(value):
             sparks[key] = value
         elif _is_scalar(value):
@@ -141,14 +158,14 @@ def _results(results: dict) -> list[tuple[str, Table]]:
     if scalars:
         table = _grid()
         for key, value in scalars.items():
-            table.add_row(key, _cell(key, value))
-        head.append(("results", table))
+            table.add_row(key, _cell(key, value, lang))
+        head.append((phrase(lang, "results"), table))
     if sparks:
-        head.append(("series", _curves(sparks)))
+        head.append((phrase(lang, "series"), _curves(sparks, lang)))
     return head + sections
 
 
-def _dict_list(items: list[dict]) -> Table:
+def _dict_list(items: list[dict], lang: str = "en") -> Table:
     """A few dicts: a column per item (named by its first text field); more: a row per item."""
     every = list(dict.fromkeys(key for item in items for key in item))
     keys = [key for key in every if all(_is_scalar(item[key]) for item in items if key in item)]
@@ -161,21 +178,21 @@ def _dict_list(items: list[dict]) -> Table:
             table.add_column(str(item[name_key]) if name_key else f"#{index + 1}", justify="right", overflow="fold")
         for key in keys:
             if key != name_key:
-                table.add_row(key, *(_cell(key, item.get(key)) for item in items))
+                table.add_row(key, *(_cell(key, item.get(key), lang) for item in items))
         for key in lists:
-            table.add_row(key, *(_list_cell(item.get(key)) for item in items), style="muted")
+            table.add_row(key, *(_list_cell(item.get(key), lang) for item in items), style="muted")
         return table
     table = _table()
     for key in keys:
         table.add_column(key, justify="left" if isinstance(items[0].get(key), str) else "right", overflow="fold")
     for item in items[:LIST_ROWS]:
-        table.add_row(*(_cell(key, item.get(key)) for key in keys))
+        table.add_row(*(_cell(key, item.get(key), lang) for key in keys))
     if len(items) > LIST_ROWS:
-        table.add_row(f"… {len(items) - LIST_ROWS} more in evidence.json", style="muted")
+        table.add_row(phrase(lang, "more_rows", n=len(items) - LIST_ROWS), style="muted")
     return table
 
 
-def _curves(curves: dict[str, list]) -> Table | None:
+def _curves(curves: dict[str, list], lang: str = "en") -> Table | None:
     rows = {name: values for name, values in curves.items() if any(value is not None for value in values)}
     if not rows:
         return None
@@ -183,7 +200,7 @@ def _curves(curves: dict[str, list]) -> Table | None:
     table.add_column("", overflow="fold")
     table.add_column("")
     for column in ("first", "last", "min", "max"):
-        table.add_column(column, justify="right", no_wrap=True)
+        table.add_column(phrase(lang, column), justify="right", no_wrap=True)
     for name, values in rows.items():
         known = [value for value in values if value is not None]
         finite = [value for value in known if math.isfinite(value)] or known
@@ -192,25 +209,27 @@ def _curves(curves: dict[str, list]) -> Table | None:
     return table
 
 
-def _list_cell(value) -> RenderableType:
+def _list_cell(value, lang: str = "en") -> RenderableType:
     """A list inside a per-item table: a sparkline for numbers, else its length."""
     if isinstance(value, list) and _numbers(value):
         return Sparkline(value, f" ({len(value)})")
     if isinstance(value, list | dict):
-        return f"{len(value)} items"
+        return phrase(lang, "items", n=len(value))
     return "—"
 
 
-def _cell(key: str, value) -> Text | str:
+def _cell(key: str, value, lang: str = "en") -> Text | str:
     if value is None:
         return "—"
     if isinstance(value, bool):
-        return Text("yes", style="passed") if value else Text("no", style="failed")
+        return Text(phrase(lang, "yes"), style="passed") if value else Text(phrase(lang, "no"), style="failed")
     if isinstance(value, int | float) and key.endswith("_bytes"):
         return _bytes(value)
     if isinstance(value, int | float):
         return _number(value)
     text = str(value)
+    if lang == "zh":
+        text = VALUES_ZH.get(text, text)
     if key.endswith("sha256") and len(text) > HASH:
         return f"{text[:HASH]}…"
     return text if len(text) <= CELL else text[: CELL - 1] + "…"

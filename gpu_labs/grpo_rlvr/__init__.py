@@ -72,6 +72,7 @@ from gpu_labs.grpo_rlvr.rollouts import (
     evaluate,
     summarise,
 )
+from gpu_labs.phrases import say
 
 NAME = "grpo_rlvr"
 TITLE = "GRPO / RLVR delivery: real rollouts, verifier rewards, held-out re-evaluation"
@@ -145,23 +146,38 @@ class Config:
         }
         for name, value in counts.items():
             if value < 1:
-                raise ConfigError(f"{name} must be at least 1, got {value}")
+                raise ConfigError(say(f"{name} must be at least 1, got {value}", f"{name} 至少为 1，实际为 {value}"))
         if self.group_size < 2:
+            got = self.group_size
             raise ConfigError(
-                f"group_size must be at least 2 (one response has no group to compare with), got {self.group_size}"
+                say(
+                    f"group_size must be at least 2 (one response has no group to compare with), got {got}",
+                    f"group_size 至少为 2（只有一个回答就没有组可供比较），实际为 {got}",
+                )
             )
         positive = {"learning_rate": self.learning_rate, "temperature": self.temperature, "grad_clip": self.grad_clip}
         for name, value in positive.items():
             if not (math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
+                raise ConfigError(
+                    say(
+                        f"{name} must be a finite number > 0, got {value!r}",
+                        f"{name} 须为有限且大于 0 的数，实际为 `{value!r}`",
+                    )
+                )
         if not 0 < self.top_p <= 1:
-            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p!r}")
+            got = repr(self.top_p)
+            raise ConfigError(say(f"top_p must be in (0, 1], got {got}", f"top_p 须在 (0, 1] 之内，实际为 `{got}`"))
         for name in ("clip_range", "kl_beta"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
-                raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+                raise ConfigError(
+                    say(
+                        f"{name} must be a finite number >= 0, got {value!r}",
+                        f"{name} 须为有限且 >= 0 的数，实际为 `{value!r}`",
+                    )
+                )
         if not self.lora_targets:
-            raise ConfigError("lora_targets needs at least one module name")
+            raise ConfigError(say("lora_targets needs at least one module name", "lora_targets 至少要有一个模块名"))
 
 
 def smoke(config: Config) -> Config:
@@ -207,7 +223,7 @@ def run(config: Config, lab_run) -> tuple[dict, str]:
     with lab_run.stage("inputs"):
         train, heldout = load_inputs(config, lab_run)
     dtype = default_dtype(lab_run.device)
-    with lab_run.stage("load_model"), lab_run.progress(f"loading {lab_run.model_spec}", 1) as advance:
+    with lab_run.stage("load_model"), lab_run.progress(lab_run.say("loading", model=lab_run.model_spec), 1) as advance:
         loaded = load_model(lab_run.model_spec, lab_run.device, dtype, config.seed)
         lab_run.extra["model"] = loaded.identity
         torch.manual_seed(config.seed)  # the adapter's initial weights

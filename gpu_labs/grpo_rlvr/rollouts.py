@@ -130,7 +130,7 @@ def evaluate(model, tokenizer, problems, prompts, config, split: str, version: s
     size = config.prompts_per_rollout
     starts = range(0, len(problems), size)
     rollouts, started = [], clock(lab_run.device)
-    with lab_run.progress(f"{split} rollouts on held-out prompts", len(starts)) as advance:
+    with lab_run.progress(lab_run.say("heldout_rollouts", split=split), len(starts)) as advance:
         for chunk, start in enumerate(starts):
             part = slice(start, start + size)
             seed = config.seed + chunk
@@ -173,7 +173,7 @@ def train_policy(model, tokenizer, problems, prompts, config, base: str, lab_run
     starts = range(0, len(problems), size)
     rollouts, contracts, updates, skipped = [], [], [], []
     rollout_seconds = update_seconds = 0.0
-    with lab_run.progress("GRPO rollouts and updates", len(starts)) as advance:
+    with lab_run.progress(lab_run.say("grpo_rollouts"), len(starts)) as advance:
         for batch, start in enumerate(starts, start=1):
             with lab_run.stage("train_rollouts"):
                 started = clock(lab_run.device)

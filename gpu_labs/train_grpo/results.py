@@ -14,6 +14,12 @@ from gpu_labs.decisions import CONTINUE, REJECT_UNTIL_FIXED, TUNE
 DECISIONS = (CONTINUE, TUNE, REJECT_UNTIL_FIXED)
 
 
+DECISION_RULE = (  # `decide`, in words, as the evidence records it
+    "reject_until_fixed unless finite and kl_bounded; tune unless learning_signal, policy_moved "
+    "and heldout_not_worse (None = not evaluated); otherwise continue"
+)
+
+
 def summarise(config, history: list[dict], baseline: float | None, trainer) -> dict:
     """The evidence's results: per-phase rewards, final metrics, held-out accuracy, checks, checkpoints."""
     window = history[-max(1, len(history) // 4) :]  # the last quarter of the iterations
@@ -54,8 +60,7 @@ def summarise(config, history: list[dict], baseline: float | None, trainer) -> d
         "trajectories_per_second": sum(record["rollouts"] for record in history) / sum(seconds),
         "checkpoints": trainer.checkpoints,
         "checks": checks,
-        "decision_rule": "reject_until_fixed unless finite and kl_bounded; tune unless learning_signal, policy_moved "
-        "and heldout_not_worse (None = not evaluated); otherwise continue",
+        "decision_rule": DECISION_RULE,
     }
 
 

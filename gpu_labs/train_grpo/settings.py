@@ -11,6 +11,7 @@ from pathlib import Path
 from gpu_labs.config import ConfigError
 from gpu_labs.data import ARITHMETIC, WORD_PROBLEMS_HELDOUT, WORD_PROBLEMS_TRAIN
 from gpu_labs.distributed import world_size_from_env
+from gpu_labs.phrases import listing, say
 
 SHIPPED_DATA = {
     "arithmetic": ARITHMETIC,
@@ -126,21 +127,41 @@ def check_config(config: Config, world_size: int = 1) -> None:
     for name in positive:
         value = getattr(config, name)
         if not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"{name} must be a positive number, got {value!r}")
+            raise ConfigError(
+                say(f"{name} must be a positive number, got {value!r}", f"{name} 须为正数，实际为 `{value!r}`")
+            )
     for name in ("curriculum_iters", "heldout_size", "clip", "kl_coef"):
         value = getattr(config, name)
         if not (math.isfinite(value) and value >= 0):
-            raise ConfigError(f"{name} must be zero or more, got {value!r}")
+            raise ConfigError(
+                say(f"{name} must be zero or more, got {value!r}", f"{name} 须为 0 或更大，实际为 `{value!r}`")
+            )
     if config.group_size < 2:
-        raise ConfigError("group_size must be at least 2: a group of one has no advantage to learn from")
+        raise ConfigError(
+            say(
+                "group_size must be at least 2: a group of one has no advantage to learn from",
+                "group_size 至少为 2：只有一个回答的组没有可学习的优势",
+            )
+        )
     if not 0 < config.top_p <= 1:
-        raise ConfigError(f"top_p must be in (0, 1], got {config.top_p!r}")
+        got = repr(config.top_p)
+        raise ConfigError(say(f"top_p must be in (0, 1], got {got}", f"top_p 须在 (0, 1] 之内，实际为 `{got}`"))
     if config.finetune not in FINETUNES:
-        raise ConfigError(f"finetune must be one of {', '.join(FINETUNES)}, got {config.finetune!r}")
+        names, got = listing(FINETUNES), repr(config.finetune)
+        raise ConfigError(
+            say(f"finetune must be one of {names}, got {got}", f"finetune 须为 {names} 之一，实际为 `{got}`")
+        )
     if config.dtype not in DTYPES:
-        raise ConfigError(f"dtype must be one of {', '.join(DTYPES)}, got {config.dtype!r}")
+        names, got = listing(DTYPES), repr(config.dtype)
+        raise ConfigError(say(f"dtype must be one of {names}, got {got}", f"dtype 须为 {names} 之一，实际为 `{got}`"))
     if config.prompts_per_iter % world_size:
-        raise ConfigError(f"prompts_per_iter={config.prompts_per_iter} must divide evenly over {world_size} processes")
+        count = config.prompts_per_iter
+        raise ConfigError(
+            say(
+                f"prompts_per_iter={count} must divide evenly over {world_size} processes",
+                f"prompts_per_iter={count} 须能被进程数 {world_size} 整除",
+            )
+        )
 
 
 def data_path(name: str) -> Path:

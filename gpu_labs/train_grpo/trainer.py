@@ -10,8 +10,11 @@ import io
 import json
 import time
 
+from rich.cells import cell_len
+
 from gpu_labs.config import as_dict
 from gpu_labs.distributed import Aborted, all_gather, all_reduce_sums, current_ranks, start_signal
+from gpu_labs.phrases import LOG_ZH, language
 from gpu_labs.train_grpo.batches import PromptStream, describe_data, group_runs, load_data, micro_batches, rollout_batch
 from gpu_labs.train_grpo.results import decide, summarise, weights_checksum
 from gpu_labs.train_grpo.settings import (
@@ -67,7 +70,7 @@ def run(config, lab_run) -> tuple[dict, str]:
         "main": PromptStream(data["train"], config.prompts_per_iter, config.seed + 1),
     }
     history = []
-    with lab_run.progress("GRPO iterations", config.iterations) as advance:
+    with lab_run.progress(lab_run.say("grpo_iterations"), config.iterations) as advance:
         for iteration in range(1, config.iterations + 1):
             phase = "curriculum" if iteration <= config.curriculum_iters else "main"
             record = trainer.iteration(iteration, phase, streams[phase].next())
@@ -258,7 +261,7 @@ class Trainer:
             self.write_metrics({"iteration": 0, "phase": "baseline", "heldout_accuracy": accuracy})
             if self.lab_run.console is not None:
                 self.lab_run.console.print(
-                    f"held-out baseline {accuracy:.3f} (greedy, {len(problems)} problems)", highlight=False
+                    self.lab_run.say("heldout_baseline", accuracy=accuracy, n=len(problems)), highlight=False
                 )
         return accuracy
 
@@ -356,9 +359,14 @@ LOG_COLUMNS = (  # (header, width, format) of each column after `iter I/N phase`
 
 
 def log_header(config) -> str:
-    """The column names above the log lines (blank under `iter I/N phase`), e.g. `... reward  inform  KL ...`."""
-    names = [f"{name:>{width}}" for name, width, _ in LOG_COLUMNS] + [f"{'time':>6}"]
-    return " " * len(_log_prefix({"iteration": config.iterations, "phase": ""}, config)) + "  " + "  ".join(names)
+    """The column names above the log lines (blank under `iter I/N phase`), e.g. `... reward  inform  KL ...`.
+
+    Under `kata lab --lang zh` (gpu_labs.phrases.speaking) the names are Chinese (LOG_ZH), padded by
+    terminal cells (a Chinese character takes two).
+    """
+    names = [_pad(_log_word(name), width) for name, width, _ in LOG_COLUMNS] + [_pad(_log_word("time"), 6)]
+    blank = " " * cell_len(_log_prefix({"iteration": config.iterations, "phase": ""}, config))
+    return blank + "  " + "  ".join(names)
 
 
 def log_line(record: dict, config) -> str:
@@ -376,4 +384,16 @@ def log_line(record: dict, config) -> str:
 
 
 def _log_prefix(record: dict, config) -> str:
-    return f"iter {record['iteration']:>{len(str(config.iterations))}}/{config.iterations} {record['phase']:<10}"
+    count = f"{record['iteration']:>{len(str(config.iterations))}}/{config.iterations}"
+    phase = _log_word(record["phase"])
+    phase += " " * max(0, 10 - cell_len(phase))
+    return f"第 {count} 轮 {phase}" if language() == "zh" else f"iter {count} {phase}"
+
+
+def _log_word(word: str) -> str:
+    return LOG_ZH.get(word, word) if language() == "zh" else word
+
+
+def _pad(text: str, width: int) -> str:
+    """`text` right-aligned in `width` terminal cells."""
+    return " " * max(0, width - cell_len(text)) + text
