@@ -14,6 +14,11 @@ messages of exceptions a run raises (recorded as they were raised).
 
 from contextlib import contextmanager
 
+from grader.content.i18n import message_language as language
+from grader.content.i18n import say, set_message_language
+
+__all__ = ["language", "listing", "phrase", "say", "speaking", "text"]
+
 PHRASES = {
     "en": {
         # gpu_labs/cli.py
@@ -188,42 +193,32 @@ MEMORY_ZH = {  # the summary's names of peak_memory's fields under zh
     "peak_reserved_bytes": "峰值预留显存",
 }
 
-_LANGUAGE = ["en"]  # the language of the `kata lab` command running (speaking)
-
 
 def phrase(lang: str, key: str, **values) -> str:
     """The phrase `key` in `lang` (English when `lang` is unknown), filled with `values`."""
     return PHRASES.get(lang, PHRASES["en"])[key].format(**values)
 
 
-def language() -> str:
-    return _LANGUAGE[0]
-
-
 def text(key: str, **values) -> str:
     """The phrase `key` in the language of the command running (English outside `speaking`)."""
-    return phrase(_LANGUAGE[0], key, **values)
-
-
-def say(en: str, zh: str) -> str:
-    """A one-off message written in both languages side by side (the labs' config checks): `zh`
-    inside `speaking("zh")`, else `en`."""
-    return zh if _LANGUAGE[0] == "zh" else en
+    return phrase(language(), key, **values)
 
 
 def listing(names) -> str:
     """Names (fields, modes, decisions) in the command's language: `a, b` in English, `` `a`、`b` `` under zh."""
-    return "、".join(f"`{name}`" for name in names) if _LANGUAGE[0] == "zh" else ", ".join(names)
+    return "、".join(f"`{name}`" for name in names) if language() == "zh" else ", ".join(names)
 
 
 @contextmanager
 def speaking(lang: str):
-    """`with speaking("zh"):` makes `text` Chinese until the block ends (then the previous language)."""
-    previous, _LANGUAGE[0] = _LANGUAGE[0], lang if lang in PHRASES else "en"
+    """`with speaking("zh"):` makes `text` and `say` (grader.content.i18n's message language) Chinese
+    until the block ends (then the previous language)."""
+    previous = language()
+    set_message_language(lang)
     try:
         yield
     finally:
-        _LANGUAGE[0] = previous
+        set_message_language(previous)
 
 
 def lab_title(name: str, title: str, lesson: str, lang: str) -> tuple[str, str]:

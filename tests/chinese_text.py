@@ -114,6 +114,7 @@ CODE = re.compile(r"`[^`\n]*`")
 OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")  # --force, -k
 COMMAND = re.compile(r"\b(kata|pytest|nox|pip|python)( [-\w./=:@]+)+")
 PATHLIKE = re.compile(r"[\w.~-]*[/\\][^\s，。；：（）]*|\S+\.(py|json|csv|toml|md|html|txt)\b")
+SLUGLIKE = re.compile(r"\b[a-z0-9]+(-[a-z0-9]+){2,}\b")  # ids such as pt-grpo-real-model-update
 IDENTIFIER = re.compile(r"\b[A-Za-z_][\w.]*(\(|_|\.|\d)[\w.()\[\]=,]*")  # snake_case, dotted, calls, digits
 WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]")
 
@@ -121,7 +122,7 @@ WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]")
 def english_words(text: str, names: set[str] = frozenset()) -> list[str]:
     """The English words of `text` outside code spans, commands, options, paths and identifiers that are
     neither kept terms nor `names` (the kata's own identifiers). Single letters are variables."""
-    for pattern in (PASSED_LINE, CODE, COMMAND, OPTION, PATHLIKE, IDENTIFIER):
+    for pattern in (PASSED_LINE, CODE, COMMAND, OPTION, PATHLIKE, SLUGLIKE, IDENTIFIER):
         text = pattern.sub(" ", text)
     return [word for word in WORD.findall(text) if word not in KEPT and word not in names]
 

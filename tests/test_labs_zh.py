@@ -10,6 +10,7 @@ import inspect
 import json
 import re
 
+import chinese_text
 import pytest
 import torch
 from click.testing import CliRunner
@@ -23,16 +24,26 @@ from gpu_labs.train_grpo import results as train_results
 from gpu_labs.train_grpo import trainer
 from grader.cli import cli
 
-ALLOWED = {  # words that may stand in Chinese text (docs: /work/tools/ZH.md), and the commands' own
-    *("GRPO", "RLVR", "LoRA", "CPU", "GPU", "CUDA", "PyTorch", "KL", "JSON", "SmolLM2", "MiB", "GiB", "KiB"),
-    *("kata", "lab", "list", "run", "show", "pip", "install", "NAME", "LAB", "LABEL", "tiny", "cpu", "cuda"),
-}
-SET_ASIDE = re.compile(r"`[^`]*`|--?[\w-]+|[\w.+-]*[_./\d\[-][\w./+=\[\]\"-]*|'[^']*'")
+NAMES = {
+    "lab",
+    "list",
+    "run",
+    "show",
+    "install",
+    "NAME",
+    "LAB",
+    "LABEL",
+    "tiny",
+    "cpu",
+    "cuda",
+    "MiB",
+    "KiB",
+}  # commands, values
 
 
 def english_words(text: str) -> set[str]:
-    """The English words in `text` outside code, identifiers, paths, options, numbers and ALLOWED."""
-    return {word for word in re.findall(r"[A-Za-z]{2,}", SET_ASIDE.sub(" ", text)) if word not in ALLOWED}
+    """The English words in `text` outside code, identifiers, paths, options, numbers and the kept terms."""
+    return set(chinese_text.english_words(re.sub(r"'[^'\n]*'", " ", text), NAMES))
 
 
 def lab(*args, env=None):

@@ -56,7 +56,8 @@ LANG_HELP = "Language: en or zh (default: KATA_LANG, then the locale, then Engli
 def context_language(ctx: click.Context) -> str:
     """The language of the command being parsed: its --lang (eager, so known before its
     arguments), the group's, else KATA_LANG or the locale."""
-    return pick_language(ctx.params.get("lang") or ctx.find_root().params.get("lang"))
+    chosen = [ctx.params.get("lang"), ctx.find_root().params.get("lang")]
+    return pick_language(next((value for value in chosen if isinstance(value, str)), None))  # not click's UNSET
 
 
 def _or_the_group_lang(ctx: click.Context, param, value: str | None) -> str | None:
