@@ -16,6 +16,8 @@ import math
 import pytest
 import torch
 
+from grader.content.i18n import say
+
 FN = "dpo_loss"
 REWARDS = "implicit_rewards"
 ARGS = ("policy_chosen_logp", "policy_rejected_logp", "ref_chosen_logp", "ref_rejected_logp")
@@ -69,7 +71,12 @@ def test_matches_the_lesson_batch(expect):
     """
     loss = expect.matches_reference(FN, *lesson_batch(), beta=0.1).item()
     if not abs(loss - 0.658979) <= 1e-5:  # NaN fails too
-        raise AssertionError(f"{FN}(lesson batch, beta=0.1) = {loss:.6f}, expected 0.658979")
+        raise AssertionError(
+            say(
+                f"{FN}(lesson batch, beta=0.1) = {loss:.6f}, expected 0.658979",
+                f"{FN}(课文批次, beta=0.1) = {loss:.6f}，应为 0.658979",
+            )
+        )
 
 
 @pytest.mark.whole
@@ -98,8 +105,12 @@ def test_swapping_chosen_and_rejected_flips_the_margin(expect):
         expected = margins(pair).item()
         if not abs((swapped - loss) - expected) <= 1e-4:  # NaN fails too
             raise AssertionError(
-                f"{FN}(random pair {index}, beta=1): loss {loss:.5f}, with chosen and rejected exchanged"
-                f" {swapped:.5f}; their difference should be h = {expected:.5f}, got {swapped - loss:.5f}"
+                say(
+                    f"{FN}(random pair {index}, beta=1): loss {loss:.5f}, with chosen and rejected exchanged"
+                    f" {swapped:.5f}; their difference should be h = {expected:.5f}, got {swapped - loss:.5f}",
+                    f"{FN}(随机偏好对 {index}, beta=1)：损失为 {loss:.5f}，交换被选回答与被拒回答后为"
+                    f" {swapped:.5f}；两者之差应为 h = {expected:.5f}，实际为 {swapped - loss:.5f}",
+                )
             )
 
 
@@ -149,7 +160,10 @@ def test_loss_is_log_2_when_every_margin_is_0(expect):
         loss = expect.shaped_like_reference(FN, pc, pc.clone(), rc, rc.clone(), beta=beta).item()
         if not abs(loss - math.log(2)) <= 1e-5:  # NaN fails too
             raise AssertionError(
-                f"{FN}(chosen == rejected, beta={beta}) = {loss:.6f}; with h = 0 it must be log 2 = 0.693147"
+                say(
+                    f"{FN}(chosen == rejected, beta={beta}) = {loss:.6f}; with h = 0 it must be log 2 = 0.693147",
+                    f"{FN}(被选回答与被拒回答的对数概率相同, beta={beta}) = {loss:.6f}；h = 0 时它必须等于 log 2 = 0.693147",
+                )
             )
 
 
@@ -166,13 +180,20 @@ def test_stable_at_huge_margins(expect):
         torch.tensor([-5.0, -5.0]),
     )
     loss, grads = expect.gradients(FN, *batch, beta=0.1, wrt=POLICY)
-    where = f"{FN}(pairs with h = +1e4 and -1e4, beta=0.1)"
+    where = say(f"{FN}(pairs with h = +1e4 and -1e4, beta=0.1)", f"{FN}(h = +1e4 与 -1e4 的偏好对, beta=0.1)")
     if not math.isfinite(loss):
-        raise AssertionError(f"{where}: the loss is {loss}, expected a finite 500.0")
+        raise AssertionError(
+            say(f"{where}: the loss is {loss}, expected a finite 500.0", f"{where}：损失为 {loss}，应为有限值 500.0")
+        )
     for name in POLICY:
         gradient = grads[name]
         if gradient is None or not bool(torch.isfinite(gradient).all()):
-            raise AssertionError(f"{where}: the gradient with respect to {name} is not finite")
+            raise AssertionError(
+                say(
+                    f"{where}: the gradient with respect to {name} is not finite",
+                    f"{where}：对 `{name}` 的梯度不是有限值",
+                )
+            )
     expect.matches_reference(FN, *batch, beta=0.1)
 
 
@@ -187,8 +208,12 @@ def test_loss_is_a_mean_over_pairs(expect):
     twice = expect.call(FN, *(torch.cat([t, t]) for t in batch)).item()
     if not abs(twice - once) <= 1e-5 * max(1.0, abs(once)):  # NaN fails too
         raise AssertionError(
-            f"{FN}(random pairs): loss {once:.5f} for the batch but {twice:.5f} for the batch repeated twice;"
-            " a mean over pairs does not depend on the batch size"
+            say(
+                f"{FN}(random pairs): loss {once:.5f} for the batch but {twice:.5f} for the batch repeated twice;"
+                " a mean over pairs does not depend on the batch size",
+                f"{FN}(随机偏好对)：该批次的损失为 {once:.5f}，把批次重复一遍后却为 {twice:.5f}；"
+                "按偏好对求均值，结果与批次大小无关",
+            )
         )
 
 
@@ -241,8 +266,12 @@ def test_hinge_is_flat_once_beta_h_reaches_1(expect):
         expected_gradient = -0.5 if expected > 0 else 0.0
         if not (abs(loss - expected) <= 1e-6 and abs(gradient - expected_gradient) <= 1e-6):  # NaN fails too
             raise AssertionError(
-                f"{FN}(one pair with h = {h:.1f}, beta=0.5, loss_type='hinge'): loss {loss:.4f} and"
-                f" d loss / d policy_chosen_logp {gradient:.4f}; expected {expected:.4f} and {expected_gradient:.4f}"
+                say(
+                    f"{FN}(one pair with h = {h:.1f}, beta=0.5, loss_type='hinge'): loss {loss:.4f} and"
+                    f" d loss / d policy_chosen_logp {gradient:.4f}; expected {expected:.4f} and {expected_gradient:.4f}",
+                    f"{FN}(一个 h = {h:.1f} 的偏好对, beta=0.5, loss_type='hinge')：损失为 {loss:.4f}，"
+                    f"d loss / d policy_chosen_logp = {gradient:.4f}；应分别为 {expected:.4f} 和 {expected_gradient:.4f}",
+                )
             )
 
 
@@ -257,8 +286,12 @@ def test_ipo_is_zero_at_its_target(expect):
     gradient = 0.0 if grads[POLICY[0]] is None else grads[POLICY[0]].item()
     if not (abs(loss) <= 1e-6 and abs(gradient) <= 1e-6):  # NaN fails too
         raise AssertionError(
-            f"{FN}(one pair with h = 2, beta=0.25, loss_type='ipo'): loss {loss:.4f}, gradient {gradient:.4f};"
-            " the target 1 / (2 beta) is 2 here, so both should be 0"
+            say(
+                f"{FN}(one pair with h = 2, beta=0.25, loss_type='ipo'): loss {loss:.4f}, gradient {gradient:.4f};"
+                " the target 1 / (2 beta) is 2 here, so both should be 0",
+                f"{FN}(一个 h = 2 的偏好对, beta=0.25, loss_type='ipo')：损失为 {loss:.4f}，梯度为 {gradient:.4f}；"
+                "这里的目标 1 / (2 beta) 等于 2，所以两者都应为 0",
+            )
         )
 
 
@@ -284,10 +317,16 @@ def test_implicit_rewards_are_detached(expect):
     """
     pc, pr, rc, rr = lesson_batch()
     rewards = expect.call(REWARDS, pc.requires_grad_(), pr.requires_grad_(), rc, rr)
-    expect.same(rewards, expect.reference_call(REWARDS, pc, pr, rc, rr), f"{REWARDS}(lesson batch)")
+    where = say(f"{REWARDS}(lesson batch)", f"{REWARDS}(课文批次)")
+    expect.same(rewards, expect.reference_call(REWARDS, pc, pr, rc, rr), where)
     for name, reward in zip(("chosen_rewards", "rejected_rewards"), rewards):
         if reward.requires_grad or reward.grad_fn is not None:
-            raise AssertionError(f"{REWARDS}(lesson batch): {name} is still attached to the graph; detach it")
+            raise AssertionError(
+                say(
+                    f"{where}: {name} is still attached to the graph; detach it",
+                    f"{where}：`{name}` 仍连在计算图上；请用 `.detach()` 断开",
+                )
+            )
 
 
 @pytest.mark.todo(4)
@@ -303,7 +342,10 @@ def test_reward_margin_is_beta_h(expect):
     worst = (got - expected).abs().max().item()
     if not worst <= 1e-4:  # NaN fails too
         raise AssertionError(
-            f"{REWARDS}(random pairs, beta=0.2): chosen - rejected differs from beta * h by up to {worst:.4f}"
+            say(
+                f"{REWARDS}(random pairs, beta=0.2): chosen - rejected differs from beta * h by up to {worst:.4f}",
+                f"{REWARDS}(随机偏好对, beta=0.2)：`chosen_rewards - rejected_rewards` 与 beta * h 最多相差 {worst:.4f}",
+            )
         )
 
 
@@ -320,20 +362,22 @@ def test_rejects_inputs_outside_the_contract(expect):
     with_nan[1] = nan
     with_inf[2] = -inf
     bad = [
-        ("shapes differ", (pc, pr[:-1], rc, rr), {}),
-        ("a reference of another shape", (pc, pr, rc, rr[:-1]), {}),
-        ("2-D log-probs", tuple(t.reshape(2, 2) for t in (pc, pr, rc, rr)), {}),
-        ("0-D log-probs", tuple(t[0] for t in (pc, pr, rc, rr)), {}),
-        ("an empty batch", tuple(t[:0] for t in (pc, pr, rc, rr)), {}),
-        ("a NaN policy log-prob", (with_nan, pr, rc, rr), {}),
-        ("an infinite reference log-prob", (pc, pr, rc, with_inf), {}),
+        (say("shapes differ", "形状不一致"), (pc, pr[:-1], rc, rr), {}),
+        (say("a reference of another shape", "参考对数概率的形状不同"), (pc, pr, rc, rr[:-1]), {}),
+        (say("2-D log-probs", "对数概率是二维的"), tuple(t.reshape(2, 2) for t in (pc, pr, rc, rr)), {}),
+        (say("0-D log-probs", "对数概率是零维的"), tuple(t[0] for t in (pc, pr, rc, rr)), {}),
+        (say("an empty batch", "批次为空"), tuple(t[:0] for t in (pc, pr, rc, rr)), {}),
+        (say("a NaN policy log-prob", "策略对数概率中有 NaN"), (with_nan, pr, rc, rr), {}),
+        (say("an infinite reference log-prob", "参考对数概率中有无穷大"), (pc, pr, rc, with_inf), {}),
         ("beta = 0", (pc, pr, rc, rr), {"beta": 0.0}),
         ("beta < 0", (pc, pr, rc, rr), {"beta": -0.1}),
-        ("beta is NaN", (pc, pr, rc, rr), {"beta": nan}),
-        ("beta is infinite", (pc, pr, rc, rr), {"beta": inf}),
+        (say("beta is NaN", "beta 为 NaN"), (pc, pr, rc, rr), {"beta": nan}),
+        (say("beta is infinite", "beta 为无穷大"), (pc, pr, rc, rr), {"beta": inf}),
     ]
     for why, args, kwargs in bad:
         expect.raises_value_error(why, FN, *args, **kwargs)
         expect.raises_value_error(why, REWARDS, *args, **kwargs)
     for loss_type in ("dpo", "SIGMOID", "kto"):
-        expect.raises_value_error("an unknown loss_type", FN, pc, pr, rc, rr, loss_type=loss_type)
+        expect.raises_value_error(
+            say("an unknown loss_type", "未知的 `loss_type`"), FN, pc, pr, rc, rr, loss_type=loss_type
+        )

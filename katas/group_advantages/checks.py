@@ -8,13 +8,20 @@ Fixtures are chosen so that each plausible wrong convention gives a different nu
 import pytest
 import torch
 
+from grader.content.i18n import say
+
 FN = "compute_group_advantages"
 
 
 def assert_finite(advantages: torch.Tensor, what: str) -> None:
     """Checks that compare your outputs with each other, or only dtypes, still fail NaN and inf."""
     if not bool(advantages.isfinite().all()):
-        raise AssertionError(f"{what} returned non-finite advantages: {advantages.tolist()}")
+        raise AssertionError(
+            say(
+                f"{what} returned non-finite advantages: {advantages.tolist()}",
+                f"{what} 返回了非有限的优势：{advantages.tolist()}",
+            )
+        )
 
 
 def random_groups(seed: int, sizes=(3, 1, 5, 2, 4), dtype=torch.float32):
@@ -47,7 +54,12 @@ def test_each_group_has_zero_mean(expect):
     for group in ids.unique().tolist():
         mean = advantages[ids == group].double().mean().item()
         if not abs(mean) <= 1e-5:  # NaN fails too
-            raise AssertionError(f"{FN}(...): group {group} has mean advantage {mean:.4g}, expected 0")
+            raise AssertionError(
+                say(
+                    f"{FN}(...): group {group} has mean advantage {mean:.4g}, expected 0",
+                    f"{FN}(...)：组 {group} 的优势均值为 {mean:.4g}，应为 0",
+                )
+            )
 
 
 @pytest.mark.todo(1)
@@ -106,8 +118,14 @@ def test_groups_are_compared_only_within_themselves(expect):
     assert_finite(before, f"{FN}(...)")
     changed = torch.where(ids == ids[0], rewards * 100 + 7, rewards)
     after = expect.call(FN, changed, ids)
+    group = ids[0].item()
     expect.same(
-        after, before, f"{FN}(...) after the rewards of group {ids[0].item()} were scaled by 100 and shifted by 7"
+        after,
+        before,
+        say(
+            f"{FN}(...) after the rewards of group {group} were scaled by 100 and shifted by 7",
+            f"{FN}(...)，把组 {group} 的奖励乘以 100 再加 7 之后",
+        ),
     )
 
 
@@ -123,7 +141,8 @@ def test_order_and_id_values_do_not_matter(expect):
     order = torch.randperm(len(ids), generator=torch.Generator().manual_seed(11))
     relabelled = ids * 1000 + 12345
     permuted = expect.call(FN, rewards[order], relabelled[order])
-    expect.same(permuted, advantages[order], f"{FN}(...) with candidates permuted and ids relabelled")
+    what = say(f"{FN}(...) with candidates permuted and ids relabelled", f"{FN}(...)，打乱候选顺序并给组 id 重新编号后")
+    expect.same(permuted, advantages[order], what)
 
 
 @pytest.mark.todo(1)
@@ -134,7 +153,7 @@ def test_dtype_follows_rewards(expect, dtype):
     zh: 只比较 dtype：优势的 dtype 与奖励相同（且为有限值）
     """
     advantages = expect.shaped_like_reference(FN, *random_groups(6, dtype=dtype))
-    assert_finite(advantages, f"{FN}(...) in {dtype}")
+    assert_finite(advantages, say(f"{FN}(...) in {dtype}", f"{FN}(...)（{dtype}）"))
 
 
 def test_rejects_inputs_outside_the_contract(expect):
@@ -146,15 +165,15 @@ def test_rejects_inputs_outside_the_contract(expect):
     rewards, ids = random_groups(7)
     nan, inf = float("nan"), float("inf")
     bad = [
-        ("rewards is 2-D", (rewards.reshape(1, -1), ids.reshape(1, -1)), {}),
-        ("shapes differ", (rewards, ids[:-1]), {}),
-        ("empty input", (rewards[:0], ids[:0]), {}),
-        ("a NaN reward", (torch.tensor([nan, 1.0]), torch.tensor([0, 0])), {}),
-        ("an infinite reward", (torch.tensor([1.0, inf]), torch.tensor([0, 0])), {}),
+        (say("rewards is 2-D", "`rewards` 是二维的"), (rewards.reshape(1, -1), ids.reshape(1, -1)), {}),
+        (say("shapes differ", "形状不一致"), (rewards, ids[:-1]), {}),
+        (say("empty input", "输入为空"), (rewards[:0], ids[:0]), {}),
+        (say("a NaN reward", "奖励中有 NaN"), (torch.tensor([nan, 1.0]), torch.tensor([0, 0])), {}),
+        (say("an infinite reward", "奖励中有无穷大"), (torch.tensor([1.0, inf]), torch.tensor([0, 0])), {}),
         ("eps = 0", (rewards, ids), {"eps": 0.0}),
         ("eps < 0", (rewards, ids), {"eps": -1e-6}),
-        ("eps is NaN", (rewards, ids), {"eps": nan}),
-        ("eps is infinite", (rewards, ids), {"eps": inf}),
+        (say("eps is NaN", "eps 为 NaN"), (rewards, ids), {"eps": nan}),
+        (say("eps is infinite", "eps 为无穷大"), (rewards, ids), {"eps": inf}),
     ]
     for why, args, kwargs in bad:
         expect.raises_value_error(why, FN, *args, **kwargs)

@@ -11,6 +11,8 @@ import math
 import pytest
 import torch
 
+from grader.content.i18n import say
+
 SAMPLES = 200_000
 Z = 5.0  # tolerance of the Monte-Carlo checks, in standard errors of the sample mean
 P = torch.tensor([0.4, 0.25, 0.2, 0.1, 0.05], dtype=torch.float64)  # the policy
@@ -18,6 +20,7 @@ Q = {
     "near": torch.tensor([0.35, 0.25, 0.2, 0.12, 0.08], dtype=torch.float64),
     "far": torch.tensor([0.1, 0.15, 0.2, 0.25, 0.3], dtype=torch.float64),
 }
+Q_ZH = {"near": "较近的 q", "far": "较远的 q"}  # the references' names in Chinese messages
 
 
 def random_log_probs(seed: int, shape=(4, 6), dtype=torch.float32):
@@ -56,9 +59,14 @@ def assert_unbiased(expect, name: str, q_name: str) -> None:
     kl = exact_kl(q_name)
     if not abs(mean - kl) <= Z * se:
         raise AssertionError(
-            f"{name} over {SAMPLES} tokens drawn from p, reference q {q_name}: mean {mean:.5f}, "
-            f"but KL(p || q) = {kl:.5f}. The gap {abs(mean - kl):.5f} exceeds {Z:.0f} standard errors "
-            f"({Z * se:.5f}); an unbiased estimator lands inside that band."
+            say(
+                f"{name} over {SAMPLES} tokens drawn from p, reference q {q_name}: mean {mean:.5f}, "
+                f"but KL(p || q) = {kl:.5f}. The gap {abs(mean - kl):.5f} exceeds {Z:.0f} standard errors "
+                f"({Z * se:.5f}); an unbiased estimator lands inside that band.",
+                f"{name} 在从 p 抽取的 {SAMPLES} 个 token 上、参考分布为{Q_ZH[q_name]}：均值为 {mean:.5f}，"
+                f"但 KL(p || q) = {kl:.5f}。差距 {abs(mean - kl):.5f} 超过了 {Z:.0f} 个标准误"
+                f"（{Z * se:.5f}）；无偏估计量会落在这个范围内。",
+            )
         )
 
 
@@ -95,10 +103,15 @@ def test_k1_is_negative_where_the_reference_prefers_the_token(expect):
     ref = torch.tensor([-1.0, -0.5, -0.6, -0.1])
     values = expect.shaped_like_reference("k1_kl", new, ref)
     if not bool((values < 0).all()):
+        call = f"k1_kl(new_logp={[round(v, 2) for v in new.tolist()]}, ref_logp={[round(v, 2) for v in ref.tolist()]})"
+        got = [round(v, 4) for v in values.tolist()]
         raise AssertionError(
-            f"k1_kl(new_logp={[round(v, 2) for v in new.tolist()]}, ref_logp={[round(v, 2) for v in ref.tolist()]}) "
-            f"= {[round(v, 4) for v in values.tolist()]}; every token here is more likely under the reference, "
-            "so k1 = new_logp - ref_logp must be negative on each: one sample of k1 can be below 0"
+            say(
+                f"{call} = {got}; every token here is more likely under the reference, "
+                "so k1 = new_logp - ref_logp must be negative on each: one sample of k1 can be below 0",
+                f"{call} = {got}；这里每个 token 在参考策略下都更可能出现，"
+                "所以 k1 = new_logp - ref_logp 在每个 token 上都必须为负：k1 的单个样本可以小于 0",
+            )
         )
 
 
@@ -149,9 +162,14 @@ def test_k2_is_half_the_squared_log_ratio(expect):
     values = expect.shaped_like_reference("k2_kl", new, ref)
     want = [2.0, 2.0, 0.5, 0.5, 0.0]
     if any(abs(have - target) > 1e-12 for have, target in zip(values.tolist(), want)):
+        got = [round(v, 4) for v in values.tolist()]
         raise AssertionError(
-            f"k2_kl for log ratios d = ref - new = [-2, 2, -1, 1, 0] gave {[round(v, 4) for v in values.tolist()]}, "
-            f"expected {want}: k2 = d**2 / 2, never negative, the same for d and -d"
+            say(
+                f"k2_kl for log ratios d = ref - new = [-2, 2, -1, 1, 0] gave {got}, "
+                f"expected {want}: k2 = d**2 / 2, never negative, the same for d and -d",
+                f"对数比率 d = ref - new = [-2, 2, -1, 1, 0] 时 k2_kl 给出 {got}，"
+                f"应为 {want}：k2 = d**2 / 2，从不为负，d 与 -d 的结果相同",
+            )
         )
 
 
@@ -167,13 +185,21 @@ def test_k2_is_biased_for_a_distant_reference(expect):
     target = float((P * (Q["far"] / P).log().square() / 2).sum())
     if not abs(mean - target) <= Z * se:
         raise AssertionError(
-            f"k2_kl over {SAMPLES} tokens drawn from p, reference q far: mean {mean:.5f}; "
-            f"k2 = d**2 / 2 averages to E_p[d**2 / 2] = {target:.5f} (within {Z * se:.5f})"
+            say(
+                f"k2_kl over {SAMPLES} tokens drawn from p, reference q far: mean {mean:.5f}; "
+                f"k2 = d**2 / 2 averages to E_p[d**2 / 2] = {target:.5f} (within {Z * se:.5f})",
+                f"k2_kl 在从 p 抽取的 {SAMPLES} 个 token 上、参考分布为较远的 q：均值为 {mean:.5f}；"
+                f"k2 = d**2 / 2 的均值应为 E_p[d**2 / 2] = {target:.5f}（误差在 {Z * se:.5f} 以内）",
+            )
         )
     if abs(mean - kl) <= Z * se:
         raise AssertionError(
-            f"k2_kl: mean {mean:.5f} is within {Z * se:.5f} of KL(p || q) = {kl:.5f}; "
-            "for this distant q k2 should be visibly biased"
+            say(
+                f"k2_kl: mean {mean:.5f} is within {Z * se:.5f} of KL(p || q) = {kl:.5f}; "
+                "for this distant q k2 should be visibly biased",
+                f"k2_kl：均值 {mean:.5f} 与 KL(p || q) = {kl:.5f} 相差不到 {Z * se:.5f}；"
+                "对这个较远的 q，k2 应当有明显的偏差",
+            )
         )
 
 
@@ -216,8 +242,12 @@ def test_k3_is_exactly_zero_where_the_policies_agree(expect):
     if not bool((values == 0).all()):
         worst = values.abs().max().item()
         raise AssertionError(
-            f"k3_kl(new_logp, ref_logp=new_logp) should be exactly 0 everywhere (d = 0: exp(0) - 0 - 1), "
-            f"but reaches {worst:.4g}"
+            say(
+                f"k3_kl(new_logp, ref_logp=new_logp) should be exactly 0 everywhere (d = 0: exp(0) - 0 - 1), "
+                f"but reaches {worst:.4g}",
+                f"k3_kl(new_logp, ref_logp=new_logp) 应处处恰好为 0（d = 0：exp(0) - 0 - 1），"
+                f"但绝对值最大达到 {worst:.4g}",
+            )
         )
 
 
@@ -236,7 +266,10 @@ def test_k3_is_never_negative_even_for_large_log_ratios(expect, dtype):
     if bad:
         listed = ", ".join(f"d={ratio:g}: {have:.6g}" for ratio, have in bad)
         raise AssertionError(
-            f"k3_kl must be > 0 wherever d = ref_logp - new_logp != 0 and 0 at d = 0, but got {listed}"
+            say(
+                f"k3_kl must be > 0 wherever d = ref_logp - new_logp != 0 and 0 at d = 0, but got {listed}",
+                f"k3_kl 在 d = ref_logp - new_logp != 0 处必须 > 0，在 d = 0 处必须为 0，但得到 {listed}",
+            )
         )
     expect.matches_reference("k3_kl", new, ref)
 
@@ -262,8 +295,12 @@ def test_k3_varies_less_than_k1_for_a_nearby_reference(expect):
     k1_std = expect.reference_call("k1_kl", new, ref).std().item()
     if not k3_std < 0.5 * k1_std:
         raise AssertionError(
-            f"k3_kl over {SAMPLES} samples, reference q near: std {k3_std:.4f}, k1's is {k1_std:.4f}; "
-            "k3 = k1 + (r - 1) should cancel most of k1's noise (std below half of k1's)"
+            say(
+                f"k3_kl over {SAMPLES} samples, reference q near: std {k3_std:.4f}, k1's is {k1_std:.4f}; "
+                "k3 = k1 + (r - 1) should cancel most of k1's noise (std below half of k1's)",
+                f"k3_kl 在 {SAMPLES} 个样本上、参考分布为较近的 q：标准差为 {k3_std:.4f}，k1 的为 {k1_std:.4f}；"
+                "k3 = k1 + (r - 1) 应抵消 k1 的大部分噪声（标准差低于 k1 的一半）",
+            )
         )
 
 
@@ -326,13 +363,23 @@ def test_global_mean_weighs_every_token_the_same(expect):
     got = expect.shaped_like_reference("masked_mean", values, mask).item()
     if not abs(got - 2.0) <= 1e-6:  # NaN fails too
         raise AssertionError(
-            f"masked_mean(values, mask) = {got:.4g} for selected rows [1, 1, 1] and [5]: "
-            "with dim=None every selected element weighs the same, (1 + 1 + 1 + 5) / 4 = 2 "
-            "(the mean of the row means would be 3, the mean over all 6 positions 1/3)"
+            say(
+                f"masked_mean(values, mask) = {got:.4g} for selected rows [1, 1, 1] and [5]: "
+                "with dim=None every selected element weighs the same, (1 + 1 + 1 + 5) / 4 = 2 "
+                "(the mean of the row means would be 3, the mean over all 6 positions 1/3)",
+                f"选中的行为 [1, 1, 1] 和 [5] 时 masked_mean(values, mask) = {got:.4g}："
+                "dim=None 时每个选中的元素权重相同，(1 + 1 + 1 + 5) / 4 = 2"
+                "（各行均值的均值会是 3，对全部 6 个位置求均值会是 1/3）",
+            )
         )
     rows = expect.matches_reference("masked_mean", values, mask, dim=-1)
     if rows.tolist() != [1.0, 5.0]:
-        raise AssertionError(f"masked_mean(values, mask, dim=-1) = {rows.tolist()}, expected [1.0, 5.0]")
+        raise AssertionError(
+            say(
+                f"masked_mean(values, mask, dim=-1) = {rows.tolist()}, expected [1.0, 5.0]",
+                f"masked_mean(values, mask, dim=-1) = {rows.tolist()}，应为 [1.0, 5.0]",
+            )
+        )
 
 
 @pytest.mark.todo(4)
@@ -345,12 +392,22 @@ def test_masked_positions_change_nothing(expect, dim):
     values, mask = ragged_batch(23)
     before = expect.shaped_like_reference("masked_mean", values, mask, dim=dim)
     if not bool(before.isfinite().all()):  # NaN would equal NaN below
-        raise AssertionError(f"masked_mean(values, mask, dim={dim}) returned non-finite values: {before.tolist()}")
+        raise AssertionError(
+            say(
+                f"masked_mean(values, mask, dim={dim}) returned non-finite values: {before.tolist()}",
+                f"masked_mean(values, mask, dim={dim}) 返回了非有限值：{before.tolist()}",
+            )
+        )
     junk = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e6]).repeat(values.numel() // 4 + 1)
     padded = torch.where(mask, values, junk[: values.numel()].reshape(values.shape))
     after = expect.call("masked_mean", padded, mask, dim=dim)
     expect.same(
-        after, before, f"masked_mean(values, mask, dim={dim}) after filling the unselected positions with inf/NaN"
+        after,
+        before,
+        say(
+            f"masked_mean(values, mask, dim={dim}) after filling the unselected positions with inf/NaN",
+            f"masked_mean(values, mask, dim={dim})，把未选中的位置填成 inf/NaN 之后",
+        ),
     )
 
 
@@ -394,18 +451,22 @@ def test_rejects_inputs_outside_the_contract(expect):
     with_nan[1, 2] = float("nan")
     with_inf[0, 0] = float("-inf")
     for name in ("k1_kl", "k2_kl", "k3_kl"):
-        expect.raises_value_error("ref_logp has another shape", name, new, ref[:, :-1])
-        expect.raises_value_error("a NaN log-prob", name, with_nan, ref)
-        expect.raises_value_error("an infinite reference log-prob", name, new, with_inf)
-        expect.raises_value_error("integer log-probs", name, new.long(), ref.long())
+        expect.raises_value_error(say("ref_logp has another shape", "`ref_logp` 的形状不同"), name, new, ref[:, :-1])
+        expect.raises_value_error(say("a NaN log-prob", "对数概率中有 NaN"), name, with_nan, ref)
+        expect.raises_value_error(say("an infinite reference log-prob", "参考对数概率中有无穷大"), name, new, with_inf)
+        expect.raises_value_error(say("integer log-probs", "对数概率是整数"), name, new.long(), ref.long())
     empty_row = mask.clone()
     empty_row[2] = False
     bad = [
-        ("a float mask", (values, mask.float()), {}),
-        ("a mask of another shape", (values, mask[:, :-1]), {}),
-        ("a mask that selects nothing", (values, torch.zeros_like(mask)), {}),
-        ("a row with nothing selected, averaged along dim=-1", (values, empty_row), {"dim": -1}),
-        ("integer values", (values.long(), mask), {}),
+        (say("a float mask", "掩码是浮点数"), (values, mask.float()), {}),
+        (say("a mask of another shape", "掩码的形状不同"), (values, mask[:, :-1]), {}),
+        (say("a mask that selects nothing", "掩码什么也没选中"), (values, torch.zeros_like(mask)), {}),
+        (
+            say("a row with nothing selected, averaged along dim=-1", "沿 dim=-1 求均值时，有一行什么也没选中"),
+            (values, empty_row),
+            {"dim": -1},
+        ),
+        (say("integer values", "`values` 是整数"), (values.long(), mask), {}),
     ]
     for why, args, kwargs in bad:
         expect.raises_value_error(why, "masked_mean", *args, **kwargs)

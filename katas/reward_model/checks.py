@@ -28,12 +28,14 @@ import pytest
 import torch
 
 from grader.builders.reward_model import PAD, VOCAB, WIDTH, make_backbone
+from grader.content.i18n import say
 from grader.judging.expect import MissingFunction, fmt, rejects_with_value_error
 from grader.run.judge import Contestant, MissingName, Remote
 
 CLASS = "RewardModel"
 LENGTHS_WITH_FULL_ROW = [7, 3, 5, 1]  # T = 7: row 0 has no padding
 LENGTHS_ALL_PADDED = [3, 6, 1, 4]  # T = 7: every row ends in padding
+BACKBONE_ZH = {"lesson": "课文", "causal": "因果"}  # the backbones' names in Chinese messages
 
 
 class Here:
@@ -77,7 +79,12 @@ def construct(side, *args):
     try:
         return side.new(CLASS, *args)
     except MissingName:
-        raise MissingFunction(f"your file has no class `{CLASS}`: the checks construct it by that name") from None
+        raise MissingFunction(
+            say(
+                f"your file has no class `{CLASS}`: the checks construct it by that name",
+                f"你的文件中没有类 `{CLASS}`：检查按这个名字构造它",
+            )
+        ) from None
 
 
 def attribute(model, name: str):
@@ -92,15 +99,27 @@ def head_problem(model) -> str | None:
     """Why the learner's `model.value_head` is not an nn.Linear(WIDTH, 1) with a bias, or None if it is."""
     head = attribute(model, "value_head")
     if head is None:
-        return f"the model has no attribute `value_head`; expected nn.Linear({WIDTH}, 1)"
+        return say(
+            f"the model has no attribute `value_head`; expected nn.Linear({WIDTH}, 1)",
+            f"模型没有属性 `value_head`；应为 `nn.Linear({WIDTH}, 1)`",
+        )
     if not (isinstance(head, Remote) and head.is_a("torch.nn.Linear")):
         kind = head.type_name if isinstance(head, Remote) else type(head).__name__
-        return f"value_head is a {kind}; expected nn.Linear({WIDTH}, 1)"
+        return say(
+            f"value_head is a {kind}; expected nn.Linear({WIDTH}, 1)",
+            f"`value_head` 是 `{kind}`；应为 `nn.Linear({WIDTH}, 1)`",
+        )
     features = (head.get("in_features"), head.get("out_features"))
     if features != (WIDTH, 1):
-        return f"value_head is nn.Linear({features[0]}, {features[1]}); expected nn.Linear({WIDTH}, 1)"
+        return say(
+            f"value_head is nn.Linear({features[0]}, {features[1]}); expected nn.Linear({WIDTH}, 1)",
+            f"`value_head` 是 `nn.Linear({features[0]}, {features[1]})`；应为 `nn.Linear({WIDTH}, 1)`",
+        )
     if attribute(head, "bias") is None:
-        return f"value_head has no bias; expected nn.Linear({WIDTH}, 1) with its default bias"
+        return say(
+            f"value_head has no bias; expected nn.Linear({WIDTH}, 1) with its default bias",
+            f"`value_head` 没有偏置；应为带默认偏置的 `nn.Linear({WIDTH}, 1)`",
+        )
     return None
 
 
@@ -142,8 +161,13 @@ def batch(lengths: list[int], seed: int, length: int = 7):
 
 
 def describe(kind: str, ids, mask, lengths=None) -> str:
-    rows = "attention_mask=None" if mask is None else f"attention_mask=<rows of lengths {lengths}>"
-    return f"{CLASS}(<{kind} backbone>, hidden_dim={WIDTH})(input_ids={fmt(ids)}, {rows})"
+    rows = (
+        "attention_mask=None"
+        if mask is None
+        else say(f"attention_mask=<rows of lengths {lengths}>", f"attention_mask=<各行长度为 {lengths}>")
+    )
+    name = say(f"<{kind} backbone>", f"<{BACKBONE_ZH[kind]}主干>")
+    return f"{CLASS}({name}, hidden_dim={WIDTH})(input_ids={fmt(ids)}, {rows})"
 
 
 def rewards_match_reference(expect, kind: str, ids, mask=None, lengths=None, seed: int = 0):
@@ -207,17 +231,29 @@ def test_backbone_is_frozen_and_only_the_head_trains(expect):
     given = backbone(expect.learner, "causal", 0)
     model = construct(expect.learner, given, WIDTH)
     if not holds(model, "backbone", given):
-        raise AssertionError("model.backbone must be the backbone module passed to RewardModel(backbone, hidden_dim)")
+        raise AssertionError(
+            say(
+                "model.backbone must be the backbone module passed to RewardModel(backbone, hidden_dim)",
+                "`model.backbone` 必须就是传给 `RewardModel(backbone, hidden_dim)` 的那个主干模块",
+            )
+        )
     training = [name for name, (requires_grad, _) in given.params().items() if requires_grad]
     if training:
         raise AssertionError(
-            f"backbone parameters that still have requires_grad=True: {', '.join(training)}; "
-            "freeze them all (an optimizer over model.parameters() would update them)"
+            say(
+                f"backbone parameters that still have requires_grad=True: {', '.join(training)}; "
+                "freeze them all (an optimizer over model.parameters() would update them)",
+                f"主干中仍然 `requires_grad=True` 的参数：{'、'.join(f'`{name}`' for name in training)}；"
+                "请把它们全部冻结（作用于 `model.parameters()` 的优化器会更新它们）",
+            )
         )
     trainable = sorted(name for name, (requires_grad, _) in model.params().items() if requires_grad)
     if trainable != ["value_head.bias", "value_head.weight"]:
         raise AssertionError(
-            f"trainable parameters: {trainable}; expected only ['value_head.bias', 'value_head.weight']"
+            say(
+                f"trainable parameters: {trainable}; expected only ['value_head.bias', 'value_head.weight']",
+                f"可训练参数：{trainable}；应当只有 ['value_head.bias', 'value_head.weight']",
+            )
         )
 
 
@@ -229,14 +265,29 @@ def test_after_backward_only_the_head_has_gradients(expect):
     """
     model = build(expect.learner, "causal", 1)
     if not backpropagate_the_rewards(model, *batch(LENGTHS_ALL_PADDED, seed=11)):
-        raise AssertionError("the rewards carry no gradient: they must come from value_head, outside no_grad")
+        raise AssertionError(
+            say(
+                "the rewards carry no gradient: they must come from value_head, outside no_grad",
+                "奖励不带梯度：它们必须来自 `value_head`，并且在 `no_grad` 之外计算",
+            )
+        )
     backbone_grads = grads(model.get("backbone", keep=True))
     reached = [name for name, grad in backbone_grads.items() if grad is not None and bool((grad != 0).any())]
     if reached:
-        raise AssertionError(f"gradient reached backbone parameters: {', '.join(reached)}; the backbone is frozen")
+        raise AssertionError(
+            say(
+                f"gradient reached backbone parameters: {', '.join(reached)}; the backbone is frozen",
+                f"梯度传到了主干参数：{'、'.join(f'`{name}`' for name in reached)}；主干是冻结的",
+            )
+        )
     weight_grad = grads(model.get("value_head", keep=True))["weight"]
     if weight_grad is None or not bool((weight_grad != 0).any()):
-        raise AssertionError("value_head.weight received no gradient: the head is what this model trains")
+        raise AssertionError(
+            say(
+                "value_head.weight received no gradient: the head is what this model trains",
+                "`value_head.weight` 没有得到梯度：这个模型训练的正是这个头",
+            )
+        )
 
 
 # -- TODO 2: the last real token -----------------------------------------------------------------------
@@ -261,7 +312,8 @@ def test_rewards_match_reference_with_right_padding(expect):
     ids, mask = batch(LENGTHS_WITH_FULL_ROW, seed=1)
     rewards = rewards_match_reference(expect, "causal", ids, mask, LENGTHS_WITH_FULL_ROW)
     with_ints = build(expect.learner, "causal")(ids.clone(), mask.long())
-    expect.same(with_ints, rewards, describe("causal", ids, mask, LENGTHS_WITH_FULL_ROW) + " with a 0/1 int64 mask")
+    with_a_mask = say(" with a 0/1 int64 mask", "，掩码为 0/1 的 `int64`")
+    expect.same(with_ints, rewards, describe("causal", ids, mask, LENGTHS_WITH_FULL_ROW) + with_a_mask)
 
 
 @pytest.mark.todo(2)
@@ -279,7 +331,10 @@ def test_padding_after_the_last_real_token_changes_nothing(expect):
         after,
         before,
         describe("causal", ids, mask, LENGTHS_ALL_PADDED)
-        + "\n  changing only the padded ids must not change the rewards (expected: before, got: after)",
+        + say(
+            "\n  changing only the padded ids must not change the rewards (expected: before, got: after)",
+            "\n  只改动填充位置的 id 不应改变奖励（期望值取改动前的，实际值取改动后的）",
+        ),
     )
 
 
@@ -300,7 +355,10 @@ def test_reward_reads_only_the_last_real_token(expect):
         after,
         before,
         describe("lesson", ids, mask, LENGTHS_ALL_PADDED)
-        + "\n  changing every token but the last real one must not change the rewards (expected: before, got: after)",
+        + say(
+            "\n  changing every token but the last real one must not change the rewards (expected: before, got: after)",
+            "\n  改动最后一个真实 token 以外的所有 token 不应改变奖励（期望值取改动前的，实际值取改动后的）",
+        ),
     )
 
 
@@ -341,9 +399,19 @@ def test_equal_rewards_give_log_2(expect):
     rewards = torch.tensor([0.3, -1.2, 2.0, 0.0, 5.0])
     loss = loss_of(build(expect.learner), rewards, rewards.clone())
     if not isinstance(loss, torch.Tensor) or loss.ndim != 0:
-        raise AssertionError(f"compute_preference_loss returned {fmt(loss)}; expected a scalar tensor")
+        raise AssertionError(
+            say(
+                f"compute_preference_loss returned {fmt(loss)}; expected a scalar tensor",
+                f"`compute_preference_loss` 返回了 {fmt(loss)}；应为标量张量",
+            )
+        )
     if not abs(loss.item() - 0.693147) <= 1e-5:  # NaN fails too
-        raise AssertionError(f"5 pairs of equal rewards: expected log 2 = 0.693147, got {loss.item():.6f}")
+        raise AssertionError(
+            say(
+                f"5 pairs of equal rewards: expected log 2 = 0.693147, got {loss.item():.6f}",
+                f"5 对奖励相等的偏好对：应为 log 2 = 0.693147，实际为 {loss.item():.6f}",
+            )
+        )
 
 
 @pytest.mark.todo(3)
@@ -357,8 +425,12 @@ def test_loss_is_finite_for_huge_margins(expect):
     loss = loss_of(build(expect.learner), chosen, rejected)
     if isinstance(loss, torch.Tensor) and loss.ndim == 0 and not bool(torch.isfinite(loss)):
         raise AssertionError(
-            f"margins [1e4, -1e4, 2]: the loss is {loss.item()}, expected about 3333.3757; "
-            "log(sigmoid(x)) underflows to log(0) for very negative x"
+            say(
+                f"margins [1e4, -1e4, 2]: the loss is {loss.item()}, expected about 3333.3757; "
+                "log(sigmoid(x)) underflows to log(0) for very negative x",
+                f"间隔（margin）为 [1e4, -1e4, 2]：损失为 {loss.item()}，应约为 3333.3757；"
+                "x 为很大的负数时，`log(sigmoid(x))` 会下溢成 `log(0)`",
+            )
         )
     loss_matches_reference(expect, chosen, rejected)
 
@@ -373,16 +445,32 @@ def test_gradient_raises_chosen_and_lowers_rejected(expect):
     chosen, rejected = torch.randn(5, generator=generator), torch.randn(5, generator=generator)
     chosen_grad, rejected_grad = loss_gradients(build(expect.learner), chosen, rejected)
     if chosen_grad is None or rejected_grad is None:
-        raise AssertionError("no gradient reached the rewards: compute the loss from them with differentiable ops")
+        raise AssertionError(
+            say(
+                "no gradient reached the rewards: compute the loss from them with differentiable ops",
+                "梯度没有传到奖励：请用可微的运算从奖励算出损失",
+            )
+        )
     if not bool((chosen_grad < 0).all() and (rejected_grad > 0).all()):
         raise AssertionError(
-            "d loss / d reward_chosen must be < 0 and d loss / d reward_rejected > 0 for every pair, "
-            f"got {fmt(chosen_grad)} and {fmt(rejected_grad)}"
+            say(
+                "d loss / d reward_chosen must be < 0 and d loss / d reward_rejected > 0 for every pair, "
+                f"got {fmt(chosen_grad)} and {fmt(rejected_grad)}",
+                "对每个偏好对，d loss / d reward_chosen 必须 < 0，d loss / d reward_rejected 必须 > 0，"
+                f"实际为 {fmt(chosen_grad)} 和 {fmt(rejected_grad)}",
+            )
         )
     want_chosen, want_rejected = loss_gradients(build(expect.reference), chosen, rejected)
     call = f"compute_preference_loss(reward_chosen={fmt(chosen)}, reward_rejected={fmt(rejected)})"
-    expect.same(chosen_grad, want_chosen, f"{call}\n  gradient of the loss with respect to `reward_chosen`")
-    expect.same(rejected_grad, want_rejected, f"{call}\n  gradient of the loss with respect to `reward_rejected`")
+    for got, want, name in (
+        (chosen_grad, want_chosen, "reward_chosen"),
+        (rejected_grad, want_rejected, "reward_rejected"),
+    ):
+        expect.same(
+            got,
+            want,
+            say(f"{call}\n  gradient of the loss with respect to `{name}`", f"{call}\n  损失对 `{name}` 的梯度"),
+        )
 
 
 # -- the input contract ------------------------------------------------------------------------------
@@ -409,25 +497,33 @@ def test_rejects_inputs_outside_the_contract(expect):
     constructor = f"{CLASS}(backbone, hidden_dim)"
     for why, args in [
         ("hidden_dim = 0", (backbone(expect.learner, "lesson", 0), 0)),
-        ("a backbone that is not an nn.Module", (expect.learner.build("reward_model.not_a_module"), WIDTH)),
+        (
+            say("a backbone that is not an nn.Module", "主干不是 `nn.Module`"),
+            (expect.learner.build("reward_model.not_a_module"), WIDTH),
+        ),
     ]:
         raises_value_error(why, constructor, construct, expect.learner, *args)
     call = describe("causal", ids, mask, LENGTHS_ALL_PADDED)
     for why, args in [
-        ("attention_mask of another shape", (ids, mask[:, :-1])),
-        ("a row with no real token", (ids, empty_row)),
-        ("left padding instead of right padding", (ids, mask.flip(-1))),
-        ("a mask value other than 0 and 1", (ids, 2 * mask.long())),
-        ("1-D input_ids", (ids[0], None)),
-        ("float input_ids", (ids.float(), None)),
+        (say("attention_mask of another shape", "`attention_mask` 的形状不同"), (ids, mask[:, :-1])),
+        (say("a row with no real token", "某一行没有真实 token"), (ids, empty_row)),
+        (say("left padding instead of right padding", "用了左侧填充而不是右侧填充"), (ids, mask.flip(-1))),
+        (say("a mask value other than 0 and 1", "掩码中有 0 和 1 以外的值"), (ids, 2 * mask.long())),
+        (say("1-D input_ids", "`input_ids` 是一维的"), (ids[0], None)),
+        (say("float input_ids", "`input_ids` 是浮点数"), (ids.float(), None)),
     ]:
         raises_value_error(why, call, model, *args)
     wide = construct(expect.learner, backbone(expect.learner, "causal", 6), WIDTH + 1)
-    raises_value_error("hidden_dim differs from the backbone's width", f"{call} with hidden_dim={WIDTH + 1}", wide, ids)
+    raises_value_error(
+        say("hidden_dim differs from the backbone's width", "`hidden_dim` 与主干的宽度不同"),
+        say(f"{call} with hidden_dim={WIDTH + 1}", f"{call}（hidden_dim={WIDTH + 1}）"),
+        wide,
+        ids,
+    )
     loss_text = "compute_preference_loss(reward_chosen, reward_rejected)"
     for why, args in [
-        ("mismatched reward shapes", (chosen, rejected[:-1])),
-        ("rewards of shape (B, 1)", (chosen.unsqueeze(-1), rejected.unsqueeze(-1))),
-        ("no pairs at all", (chosen[:0], rejected[:0])),
+        (say("mismatched reward shapes", "奖励的形状不匹配"), (chosen, rejected[:-1])),
+        (say("rewards of shape (B, 1)", "奖励的形状为 (B, 1)"), (chosen.unsqueeze(-1), rejected.unsqueeze(-1))),
+        (say("no pairs at all", "一个偏好对也没有"), (chosen[:0], rejected[:0])),
     ]:
         raises_value_error(why, loss_text, partial(model.method, "compute_preference_loss"), *args)
