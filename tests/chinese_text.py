@@ -99,6 +99,7 @@ KEPT = {
     "clip-higher",
     "Clip-Higher",
     "Bradley-Terry",
+    "BT",
     "Schulman",
     "DeepSeekMath",
     "DeepSeek",

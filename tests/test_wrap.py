@@ -59,3 +59,10 @@ def test_english_breaks_only_at_spaces():
         assert cell_len(line.rstrip()) <= 20
         assert line == ENGLISH[ENGLISH.index(line) :][: len(line)]
     assert {word for line in pieces(ENGLISH, 20) for word in line.split()} == set(ENGLISH.split())
+
+
+@pytest.mark.parametrize("width", range(20, 40))
+def test_a_short_bracketed_group_stays_on_one_line(width):
+    text = "原因：Bradley-Terry：P(a 优于 b) = sigmoid(r_a - r_b)，形状 (4, 6) 的张量"
+    lines = [piece.strip() for piece in pieces(text, width)]
+    assert any("P(a 优于 b)" in line for line in lines) and any("(4, 6)" in line for line in lines), lines

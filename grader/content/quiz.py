@@ -9,18 +9,16 @@ answers live only in the reference (`reference/<slug>.py`), which is read, never
 - `parse_answer` turns typed text into an answer (a number may be an expression, as in the kata
   file: `1 / (1 + math.exp(-2))`, through `evaluate`); `grade` says whether an answer is right,
   with the question's explanation; `describe` shows an answer as "b) the option's text" or a number;
-- `wrong_answer` is what a check says of a wrong answer; `message_in` puts the concepts checks'
-  messages (English: the checks run without a language) into the learner's language;
+- `wrong_answer` is what a check says of a wrong answer, in a given language (the concepts checks
+  write it in both: grader.content.i18n.say);
 - `ask(questions, lang, input_fn, console)` is the terminal loop of `kata quiz`.
 
 Pure Python: nothing here imports torch.
 """
 
 import ast
-import functools
 import math
 import operator
-import re
 import string
 import tomllib
 from collections.abc import Callable
@@ -28,6 +26,7 @@ from dataclasses import dataclass
 
 from grader.content import render
 from grader.content.catalogue import KATAS_DIR, localized
+from grader.content.i18n import say
 
 KINDS = ("choice", "number")
 OPERATORS = {
@@ -72,32 +71,6 @@ WRONG = {  # what a check says of a wrong answer (grader.content.quiz.wrong_answ
     "zh": 'ANSWERS["{key}"]：你的答案是 {answer}；正确答案是 {right}{within}。\n  原因：{why}',
 }
 WITHIN = {"en": " (within ±{tolerance:g})", "zh": "（误差 ±{tolerance:g} 以内）"}
-CHECK_MESSAGES_ZH = [  # the concepts checks' other messages (katas/concepts/checks.py), in Chinese
-    (
-        r'ANSWERS\["(?P<key>[^"]+)"\]: (?P<value>.+) is not one of (?P<letters>[a-z, ]+); it takes one of the letters .+',
-        'ANSWERS["{key}"]：{value} 不是 {letters} 之一；请填其中一个字母',
-    ),
-    (
-        r'ANSWERS\["(?P<key>[^"]+)"\]: (?P<value>.+) is not a (finite )?number; it takes a finite number',
-        'ANSWERS["{key}"]：{value} 不是有限的数；请填一个有限的数',
-    ),
-    (
-        r'ANSWERS\["(?P<key>[^"]+)"\] = (?P<value>.+): a numeric question takes a number, not a (?P<type>\w+)',
-        'ANSWERS["{key}"] = {value}：数值题要填一个数，而不是 {type}',
-    ),
-    (
-        r"ANSWERS has an unknown key (?P<key>.+)\. Did you mean (?P<close>.+)\?",
-        "ANSWERS 有未知的键 {key}。你是想写 {close} 吗？",
-    ),
-    (
-        r"ANSWERS has an unknown key (?P<key>.+)\. The questions are (?P<keys>.+)\.",
-        "ANSWERS 有未知的键 {key}。题目的键有 {keys}。",
-    ),
-    (
-        r"ANSWERS is a (?P<type>\w+); it must be a dict: ANSWERS = \{\}",
-        "ANSWERS 是 {type}；它必须是字典：ANSWERS = {{}}",
-    ),
-]
 
 
 class NoQuiz(LookupError):
@@ -179,16 +152,17 @@ def parse_answer(question: Question, raw) -> str | float:
     if question.kind == "choice":
         letter = raw.strip().lower().rstrip(").").strip() if isinstance(raw, str) else None
         if letter not in question.letters:
-            raise InvalidAnswer(f"{raw!r} is not one of {', '.join(question.letters)}")
+            letters = ", ".join(question.letters)
+            raise InvalidAnswer(say(f"{raw!r} is not one of {letters}", f"{raw!r} 不是 {letters} 之一"))
         return letter
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-        raise InvalidAnswer(f"{raw!r} is not a number")
+        raise InvalidAnswer(say(f"{raw!r} is not a number", f"{raw!r} 不是数"))
     try:
         value = float(raw.strip().replace(",", ".")) if isinstance(raw, str) else float(raw)
     except ValueError:
         value = evaluate(raw)
     if not math.isfinite(value):
-        raise InvalidAnswer(f"{raw!r} is not a finite number")
+        raise InvalidAnswer(say(f"{raw!r} is not a finite number", f"{raw!r} 不是有限的数"))
     return value
 
 
@@ -199,9 +173,9 @@ def evaluate(text: str) -> float:
     try:
         value = _value(ast.parse(text.strip(), mode="eval").body)
     except (SyntaxError, ArithmeticError, ValueError, TypeError, RecursionError, MemoryError):
-        raise InvalidAnswer(f"{text!r} is not a number") from None
+        raise InvalidAnswer(say(f"{text!r} is not a number", f"{text!r} 不是数")) from None
     if not isinstance(value, float):  # a negative number to a fractional power is complex
-        raise InvalidAnswer(f"{text!r} is not a real number")
+        raise InvalidAnswer(say(f"{text!r} is not a real number", f"{text!r} 不是实数"))
     return value
 
 
@@ -217,7 +191,7 @@ def _value(node: ast.expr):
         return _math_name(node.func)(*map(_value, node.args))
     if isinstance(_math_name(node), float):  # pi, e
         return _math_name(node)
-    raise InvalidAnswer(f"{ast.unparse(node)!r} is not a number")
+    raise InvalidAnswer(say(f"{ast.unparse(node)!r} is not a number", f"{ast.unparse(node)!r} 不是数"))
 
 
 def _math_name(node: ast.expr):
@@ -260,38 +234,6 @@ def wrong_answer(question: Question, answer, lang: str = "en") -> str:
     right, answered = describe(question, question.answer, lang), describe(question, answer, lang)
     why = localized(question.explanation, lang)
     return WRONG.get(lang, WRONG["en"]).format(key=question.key, answer=answered, right=right, within=within, why=why)
-
-
-def message_in(slug: str, message: str, lang: str) -> str:
-    """A message of the checks of quiz kata `slug`, written in English, in `lang`: a wrong answer's
-    (recognised by rebuilding it with `wrong_answer`) or one of CHECK_MESSAGES_ZH; others as they are."""
-    if lang != "zh":
-        return message
-    found = re.match(r'ANSWERS\["([^"]+)"\]: you answered (.*?); the answer is ', message)
-    question = _questions(slug).get(found.group(1)) if found else None
-    if question:
-        for answer in _answers_described(question, found.group(2)):
-            if wrong_answer(question, answer) == message:
-                return wrong_answer(question, answer, lang)
-    for pattern, chinese in CHECK_MESSAGES_ZH:
-        if matched := re.fullmatch(pattern, message):
-            return chinese.format(**matched.groupdict())
-    return message
-
-
-@functools.cache
-def _questions(slug: str) -> dict[str, Question]:
-    return {question.key: question for question in load_questions(slug)}
-
-
-def _answers_described(question: Question, text: str) -> list:
-    """The answers `describe` may have shown as `text`: an option's letter, or a value's repr."""
-    if question.kind == "choice" and re.match(r"[a-z]\) ", text):
-        return [text[0]]
-    try:
-        return [ast.literal_eval(text)]
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return []
 
 
 @dataclass

@@ -87,6 +87,7 @@ _ATOM = re.compile(
     r"`[^`\n]*`|\s+|[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’]|[^\s`\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’]+|`"
 )
 _OPERATOR = re.compile(r"^(=|==|!=|\+|-|\*|/|<|>|<=|>=|≤|≥|±|≈|→|×|·|\*\*)$")
+SHORT_GROUP = 24  # cells: a bracketed group this short stays on one line
 _NO_LINE_START = set("，。；：！？）》」』”’、,.;:!?)]}%")  # closing punctuation stays on its line
 _NO_LINE_END = set("（《「『“‘([{")  # opening punctuation stays with what follows
 
@@ -96,10 +97,11 @@ def break_offsets(text: str, width: int) -> list[int]:
 
     The units never split: a `code span` (a formula), a run of non-space ASCII (a word, a number),
     one Chinese character. A line may break at a space, except one beside an operator (`a = b`
-    stays whole), and between Chinese characters, except before closing or after opening
-    punctuation. Only a unit wider than a whole line is folded.
+    stays whole) or inside a short bracketed group (`(4, 6)`), and between Chinese characters,
+    except before closing or after opening punctuation. Only a unit wider than a line is folded.
     """
     atoms = [(m.start(), m.group()) for m in _ATOM.finditer(text)]
+    inside = _short_brackets(text)
     breaks: list[int] = []
     line_start, used = 0, 0  # where the current line starts, and its cells so far
     last_break: tuple[int, int] | None = None  # (offset, cells of the line before it)
@@ -108,11 +110,12 @@ def break_offsets(text: str, width: int) -> list[int]:
         cells = cell_len(atom)
         if atom.isspace():
             following = atoms[index + 1][1] if index + 1 < len(atoms) else ""
-            if start > line_start and not (_OPERATOR.match(previous) or _OPERATOR.match(following)):
+            glued = _OPERATOR.match(previous) or _OPERATOR.match(following) or start in inside
+            if start > line_start and not glued:
                 last_break = (start + len(atom), used + cells)
             used += cells
             continue
-        if start > line_start and _breakable_between(previous, atom, text[start - 1]):
+        if start > line_start and start not in inside and _breakable_between(previous, atom, text[start - 1]):
             last_break = (start, used)
         if used + cells > width and last_break is not None:
             offset, before = last_break
@@ -130,6 +133,20 @@ def break_offsets(text: str, width: int) -> list[int]:
             used += cells
         previous = atom
     return breaks
+
+
+def _short_brackets(text: str) -> set[int]:
+    """Offsets inside a short bracketed group, `(4, 6)` or `P(a 优于 b)`: no line breaks there."""
+    inside: set[int] = set()
+    opened: list[int] = []
+    for offset, char in enumerate(text):
+        if char in "([{":
+            opened.append(offset)
+        elif char in ")]}" and opened:
+            start = opened.pop()
+            if cell_len(text[start : offset + 1]) <= SHORT_GROUP:
+                inside.update(range(start + 1, offset + 1))
+    return inside
 
 
 def _breakable_between(previous: str, atom: str, before: str) -> bool:

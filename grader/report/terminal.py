@@ -5,15 +5,12 @@ message (the call, expected, got, largest difference and where), what the code p
 the misconception it fits. The report ends with what to do next and the plain summary line.
 """
 
-from dataclasses import replace
-
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
 from grader.content.catalogue import Kata, localized
 from grader.content.i18n import phrase
-from grader.content.quiz import has_quiz, message_in
 from grader.oracles.against import TRL_VERSION
 from grader.report.results import CheckResult, GradeResult
 from grader.report.styles import SYMBOL, Prose, Trimmed
@@ -78,8 +75,6 @@ def _todo_section(
     detailed: int | None,
     diagnosis: str | None = None,
 ) -> list[RenderableType]:
-    if lang != "en" and has_quiz(kata.slug):  # a quiz's checks write English: its messages in `lang`
-        checks = [replace(check, message=message_in(kata.slug, check.message, lang)) for check in checks]
     passed = sum(check.status == "passed" for check in checks)
     label = f"TODO {todo}" if isinstance(todo, int) else phrase(lang, todo)
     title = localized(kata.todo(todo).title, lang) if isinstance(todo, int) else ""

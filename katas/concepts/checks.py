@@ -10,7 +10,8 @@ import difflib
 
 import pytest
 
-from grader.content.quiz import InvalidAnswer, describe, is_right, load_questions, parse_answer
+from grader.content.i18n import say
+from grader.content.quiz import InvalidAnswer, is_right, load_questions, parse_answer, wrong_answer
 from grader.run.judge import MissingName
 
 QUESTIONS = {question.key: question for question in load_questions("concepts")}
@@ -31,7 +32,13 @@ def answers_of(learner, todo: int, key: str | None = None) -> dict:
         what = f"{key} is not answered yet" if key else "nothing is answered yet"
         raise NotImplementedError(f"TODO {todo}: {what} (ANSWERS is not defined; start with ANSWERS = {{}})")
     if not isinstance(answers, dict):
-        raise AssertionError(f"ANSWERS is a {type(answers).__name__}; it must be a dict: ANSWERS = {{}}")
+        kind = type(answers).__name__
+        raise AssertionError(
+            say(
+                f"ANSWERS is a {kind}; it must be a dict: ANSWERS = {{}}",
+                f"ANSWERS 是 {kind}；它必须是字典：`ANSWERS = {{}}`",
+            )
+        )
     return answers
 
 
@@ -44,12 +51,7 @@ def check_answer(learner, key: str) -> None:
         raise NotImplementedError(f"TODO {question.todo}: {key} is not answered yet")
     if is_right(question, answer):
         return
-    right = describe(question, question.answer)
-    within = f" (within ±{question.tolerance:g})" if question.kind == "number" else ""
-    raise AssertionError(
-        f'ANSWERS["{key}"]: you answered {describe(question, answer)}; the answer is {right}{within}.\n'
-        f"  why: {question.explanation['en']}"
-    )
+    raise AssertionError(say(wrong_answer(question, answer), wrong_answer(question, answer, "zh")))
 
 
 @pytest.mark.todo(1)
@@ -199,18 +201,33 @@ def test_answers_are_known_keys_with_valid_values(learner):
     for key in sorted(given, key=str):
         if key not in QUESTIONS:
             close = difflib.get_close_matches(str(key), QUESTIONS, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else f" The questions are {sorted(QUESTIONS)}."
-            raise AssertionError(f"ANSWERS has an unknown key {key!r}.{hint}")
+            raise AssertionError(
+                say(
+                    f"ANSWERS has an unknown key {key!r}."
+                    + (f" Did you mean {close[0]!r}?" if close else f" The questions are {sorted(QUESTIONS)}."),
+                    f"ANSWERS 有未知的键 {key!r}。"
+                    + (f"你是想写 {close[0]!r} 吗？" if close else f"题目的键有 {sorted(QUESTIONS)}。"),
+                )
+            )
     for key, value in given.items():
         question = QUESTIONS[key]
         if question.kind == "number" and not isinstance(value, int | float):
+            kind = type(value).__name__
             raise AssertionError(
-                f'ANSWERS["{key}"] = {value!r}: a numeric question takes a number, not a {type(value).__name__}'
+                say(
+                    f'ANSWERS["{key}"] = {value!r}: a numeric question takes a number, not a {kind}',
+                    f'`ANSWERS["{key}"] = {value!r}`：数值题要填一个数，而不是 {kind}',
+                )
             )
         try:
             parse_answer(question, value)
         except InvalidAnswer as error:
-            kind = (
-                f"one of the letters {', '.join(question.letters)}" if question.kind == "choice" else "a finite number"
-            )
-            raise AssertionError(f'ANSWERS["{key}"]: {error}; it takes {kind}') from None
+            letters = ", ".join(question.letters)
+            choice = question.kind == "choice"
+            raise AssertionError(
+                say(
+                    f'ANSWERS["{key}"]: {error}; it takes '
+                    + (f"one of the letters {letters}" if choice else "a finite number"),
+                    f'`ANSWERS["{key}"]`：{error}；' + ("请填其中一个字母" if choice else "请填一个有限的数"),
+                )
+            ) from None

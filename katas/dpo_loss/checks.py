@@ -74,7 +74,7 @@ def test_matches_the_lesson_batch(expect):
         raise AssertionError(
             say(
                 f"{FN}(lesson batch, beta=0.1) = {loss:.6f}, expected 0.658979",
-                f"{FN}(课文批次, beta=0.1) = {loss:.6f}，应为 0.658979",
+                f"课文批次上 `{FN}(..., beta=0.1)` = {loss:.6f}，应为 0.658979",
             )
         )
 
@@ -108,7 +108,7 @@ def test_swapping_chosen_and_rejected_flips_the_margin(expect):
                 say(
                     f"{FN}(random pair {index}, beta=1): loss {loss:.5f}, with chosen and rejected exchanged"
                     f" {swapped:.5f}; their difference should be h = {expected:.5f}, got {swapped - loss:.5f}",
-                    f"{FN}(随机偏好对 {index}, beta=1)：损失为 {loss:.5f}，交换被选回答与被拒回答后为"
+                    f"随机偏好对 {index} 上的 `{FN}(..., beta=1)`：损失为 {loss:.5f}，交换被选回答与被拒回答后为"
                     f" {swapped:.5f}；两者之差应为 h = {expected:.5f}，实际为 {swapped - loss:.5f}",
                 )
             )
@@ -162,7 +162,7 @@ def test_loss_is_log_2_when_every_margin_is_0(expect):
             raise AssertionError(
                 say(
                     f"{FN}(chosen == rejected, beta={beta}) = {loss:.6f}; with h = 0 it must be log 2 = 0.693147",
-                    f"{FN}(被选回答与被拒回答的对数概率相同, beta={beta}) = {loss:.6f}；h = 0 时它必须等于 log 2 = 0.693147",
+                    f"被选回答与被拒回答的对数概率相同时，`{FN}(..., beta={beta})` = {loss:.6f}；h = 0 时它必须等于 log 2 = 0.693147",
                 )
             )
 
@@ -180,7 +180,7 @@ def test_stable_at_huge_margins(expect):
         torch.tensor([-5.0, -5.0]),
     )
     loss, grads = expect.gradients(FN, *batch, beta=0.1, wrt=POLICY)
-    where = say(f"{FN}(pairs with h = +1e4 and -1e4, beta=0.1)", f"{FN}(h = +1e4 与 -1e4 的偏好对, beta=0.1)")
+    where = say(f"{FN}(pairs with h = +1e4 and -1e4, beta=0.1)", f"h = +1e4 与 -1e4 的偏好对上的 `{FN}(..., beta=0.1)`")
     if not math.isfinite(loss):
         raise AssertionError(
             say(f"{where}: the loss is {loss}, expected a finite 500.0", f"{where}：损失为 {loss}，应为有限值 500.0")
@@ -211,7 +211,7 @@ def test_loss_is_a_mean_over_pairs(expect):
             say(
                 f"{FN}(random pairs): loss {once:.5f} for the batch but {twice:.5f} for the batch repeated twice;"
                 " a mean over pairs does not depend on the batch size",
-                f"{FN}(随机偏好对)：该批次的损失为 {once:.5f}，把批次重复一遍后却为 {twice:.5f}；"
+                f"随机偏好对上的 `{FN}(...)`：该批次的损失为 {once:.5f}，把批次重复一遍后却为 {twice:.5f}；"
                 "按偏好对求均值，结果与批次大小无关",
             )
         )
@@ -269,7 +269,7 @@ def test_hinge_is_flat_once_beta_h_reaches_1(expect):
                 say(
                     f"{FN}(one pair with h = {h:.1f}, beta=0.5, loss_type='hinge'): loss {loss:.4f} and"
                     f" d loss / d policy_chosen_logp {gradient:.4f}; expected {expected:.4f} and {expected_gradient:.4f}",
-                    f"{FN}(一个 h = {h:.1f} 的偏好对, beta=0.5, loss_type='hinge')：损失为 {loss:.4f}，"
+                    f"h = {h:.1f} 的偏好对上的 `{FN}(..., beta=0.5, loss_type='hinge')`：损失为 {loss:.4f}，"
                     f"d loss / d policy_chosen_logp = {gradient:.4f}；应分别为 {expected:.4f} 和 {expected_gradient:.4f}",
                 )
             )
@@ -289,7 +289,7 @@ def test_ipo_is_zero_at_its_target(expect):
             say(
                 f"{FN}(one pair with h = 2, beta=0.25, loss_type='ipo'): loss {loss:.4f}, gradient {gradient:.4f};"
                 " the target 1 / (2 beta) is 2 here, so both should be 0",
-                f"{FN}(一个 h = 2 的偏好对, beta=0.25, loss_type='ipo')：损失为 {loss:.4f}，梯度为 {gradient:.4f}；"
+                f"h = 2 的偏好对上的 `{FN}(..., beta=0.25, loss_type='ipo')`：损失为 {loss:.4f}，梯度为 {gradient:.4f}；"
                 "这里的目标 1 / (2 beta) 等于 2，所以两者都应为 0",
             )
         )
@@ -317,7 +317,7 @@ def test_implicit_rewards_are_detached(expect):
     """
     pc, pr, rc, rr = lesson_batch()
     rewards = expect.call(REWARDS, pc.requires_grad_(), pr.requires_grad_(), rc, rr)
-    where = say(f"{REWARDS}(lesson batch)", f"{REWARDS}(课文批次)")
+    where = say(f"{REWARDS}(lesson batch)", f"课文批次上的 `{REWARDS}(...)`")
     expect.same(rewards, expect.reference_call(REWARDS, pc, pr, rc, rr), where)
     for name, reward in zip(("chosen_rewards", "rejected_rewards"), rewards):
         if reward.requires_grad or reward.grad_fn is not None:
@@ -344,7 +344,7 @@ def test_reward_margin_is_beta_h(expect):
         raise AssertionError(
             say(
                 f"{REWARDS}(random pairs, beta=0.2): chosen - rejected differs from beta * h by up to {worst:.4f}",
-                f"{REWARDS}(随机偏好对, beta=0.2)：`chosen_rewards - rejected_rewards` 与 beta * h 最多相差 {worst:.4f}",
+                f"随机偏好对上的 `{REWARDS}(..., beta=0.2)`：`chosen_rewards - rejected_rewards` 与 beta * h 最多相差 {worst:.4f}",
             )
         )
 
