@@ -110,7 +110,12 @@ KEPT = {
     "CS336",
     "HF",
 }
+# Formula notation, not prose: the function names of the lessons' math; and technical abbreviations
+KEPT |= {"log", "exp", "max", "min", "mean", "sum", "std", "var", "grad", "delta", "pi", "logit", "log-sigmoid", "sqrt"}
+KEPT |= {"rho", "epsilon", "gamma", "lam", "lambda", "NLL", "TD", "BERT", "CLS", "nats", "log-softmax", "z-score"}
 PASSED_LINE = re.compile(r"^\d+ passed, \d+ failed$", re.MULTILINE)  # the report's machine-readable last line
+QUOTED = re.compile(r"“[\x00-\x7f…]*”")  # an English string quoted as data (a model's answer “The answer is 42”)
+GLOSS = re.compile(r"[\u4e00-\u9fff]（[A-Za-z][A-Za-z .'-]*）")  # 填充（padding）: the English term beside the Chinese
 CODE = re.compile(r"`[^`\n]*`")
 OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")  # --force, -k
 COMMAND = re.compile(r"\b(kata|pytest|nox|pip|python)( [-\w./=:@]+)+")
@@ -123,7 +128,7 @@ WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]")
 def english_words(text: str, names: set[str] = frozenset()) -> list[str]:
     """The English words of `text` outside code spans, commands, options, paths and identifiers that are
     neither kept terms nor `names` (the kata's own identifiers). Single letters are variables."""
-    for pattern in (PASSED_LINE, CODE, COMMAND, OPTION, PATHLIKE, SLUGLIKE, IDENTIFIER):
+    for pattern in (PASSED_LINE, QUOTED, GLOSS, CODE, COMMAND, OPTION, PATHLIKE, SLUGLIKE, IDENTIFIER):
         text = pattern.sub(" ", text)
     return [word for word in WORD.findall(text) if word not in KEPT and word not in names]
 

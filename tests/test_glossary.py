@@ -9,12 +9,16 @@ before the rules look.
 """
 
 import ast
+import functools
 import re
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from chinese_text import code_names, english_words
+
+from grader.content.catalogue import all_katas
 
 ROOT = Path(__file__).resolve().parent.parent
 KATAS_DIR = ROOT / "katas"
@@ -183,3 +187,26 @@ def test_a_bad_text_is_caught(text, expected):
 )
 def test_a_good_text_passes(text):
     assert problems(text) == []
+
+
+@functools.cache
+def _names(slug: str | None) -> frozenset[str]:
+    """Words that are code in a Chinese text of kata `slug`: its reference's and checks' identifiers."""
+    katas = {kata.slug: kata for kata in all_katas()}
+    if slug not in katas:
+        return frozenset(katas)
+    kata = katas[slug]
+    checks = code_names(kata.checks_path.read_text(encoding="utf-8"), constants=False)
+    return frozenset(code_names(kata.solution()) | checks | set(katas))
+
+
+def test_no_chinese_text_has_english_prose():
+    """Issue 19: English words in Chinese text only as code, identifiers, numbers, quoted data
+    (“The answer is 42”), a gloss beside its Chinese term (填充（padding）) or a term kept in English."""
+    found = []
+    for where, text in TEXTS:
+        slug = where.split("/")[1] if where.startswith("katas/") else None
+        if words := english_words(text, _names(slug)):
+            found.append(f"{where}: {words}\n    {text}")
+    if found:
+        pytest.fail(f"{len(found)} Chinese texts have English words:\n" + "\n".join(found), pytrace=False)
