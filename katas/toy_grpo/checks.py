@@ -113,7 +113,7 @@ def test_sampled_group_matches_reference(expect, learner, reference, seed, group
     remote = learner.build("toy_grpo.tiny_policy", seed)
     learner.manual_seed(GLOBAL_SEED + seed)  # the global RNG would draw other answers in all three cases
     got = expect.call("sample_group", remote, BOS, group_size, torch.Generator().manual_seed(seed))
-    policy_text, seed_text = say("<tiny GPT-2>", "<小型 GPT-2>"), say(f"<seed {seed}>", f"<种子 {seed}>")
+    policy_text, seed_text = say("<tiny GPT-2>", "<小型 `GPT-2`>"), say(f"<seed {seed}>", f"<种子 {seed}>")
     what = call_text("sample_group", policy=policy_text, bos_id=BOS, group_size=group_size, generator=seed_text)
     expect.same(got, expected, what)
 
@@ -131,7 +131,7 @@ def test_old_log_probs_carry_no_graph(expect, learner):
             say(
                 "sample_group(policy=<tiny GPT-2 whose parameters require grad>, ...) returned old_logp attached to "
                 "the policy's graph (requires_grad=True); record it without a graph (torch.no_grad or .detach())",
-                "sample_group(policy=<参数需要梯度的小型 GPT-2>, ...) 返回的 `old_logp` 连着策略的计算图"
+                "sample_group(policy=<参数需要梯度的小型 `GPT-2`>, ...) 返回的 `old_logp` 连着策略的计算图"
                 "（requires_grad=True）；记录它时不要带计算图（`torch.no_grad` 或 `.detach()`）",
             )
         )
