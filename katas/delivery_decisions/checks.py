@@ -561,7 +561,7 @@ def test_artifact_needs_both_path_and_hash(expect, artifact):
         raise AssertionError(
             say(
                 f"artifact {artifact!r} gave {result!r}; expected decision 'reject' with 'artifact' in failed_checks",
-                f"产物 {artifact!r} 得到 {result!r}；应当是 decision 为 'reject'，且 failed_checks 含 'artifact'",
+                f"产物 `{artifact!r}` 得到 `{result!r}`；应当是 decision 为 'reject'，且 failed_checks 含 'artifact'",
             )
         )
 
