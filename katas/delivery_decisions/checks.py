@@ -15,6 +15,8 @@ import random
 
 import pytest
 
+from grader.content.i18n import say
+
 CONTRACT = "check_rollout_contract"
 CANDIDATE = "evaluate_grpo_candidate"
 DECISION = "decide_grpo_delivery"
@@ -114,7 +116,12 @@ def fields_match_reference(expect, fields, record, gates):
     expected = expect.reference_call(CANDIDATE, record, gates)
     got = expect.call(CANDIDATE, record, gates)
     if not isinstance(got, dict):
-        raise AssertionError(f"{CANDIDATE}(...) returned {type(got).__name__}; expected a dict")
+        raise AssertionError(
+            say(
+                f"{CANDIDATE}(...) returned {type(got).__name__}; expected a dict",
+                f"{CANDIDATE}(...) 返回了 {type(got).__name__}；应当返回字典",
+            )
+        )
     expect.same(
         {name: got.get(name) for name in fields},
         {name: expected[name] for name in fields},
@@ -191,8 +198,12 @@ def test_one_duplicated_trace_across_groups_fails_the_contract(expect):
     result = expect.call(CONTRACT, _broken("a duplicate across groups"), "p1", "v1", 4)
     if result.get("admitted") is not False or result.get("failed_checks") != ["unique_traces"]:
         raise AssertionError(
-            f"{CONTRACT}(...) with trace 'a1' in both groups returned {result!r}; expected "
-            "{'admitted': False, 'failed_checks': ['unique_traces']}: a trace counted twice is weighted twice"
+            say(
+                f"{CONTRACT}(...) with trace 'a1' in both groups returned {result!r}; expected "
+                "{'admitted': False, 'failed_checks': ['unique_traces']}: a trace counted twice is weighted twice",
+                f"两个组里都有轨迹 'a1' 时，{CONTRACT}(...) 返回了 {result!r}；应当是 "
+                "{'admitted': False, 'failed_checks': ['unique_traces']}：一条轨迹计入两次，就被加权两次",
+            )
         )
 
 
@@ -205,8 +216,12 @@ def test_empty_rollout_is_not_admitted(expect):
     result = expect.call(CONTRACT, [], "p1", "v1", 4)
     if result != {"admitted": False, "failed_checks": ["non_empty"]}:
         raise AssertionError(
-            f"{CONTRACT}([], 'p1', 'v1', 4) returned {result!r}; expected "
-            "{'admitted': False, 'failed_checks': ['non_empty']}: no groups is no evidence"
+            say(
+                f"{CONTRACT}([], 'p1', 'v1', 4) returned {result!r}; expected "
+                "{'admitted': False, 'failed_checks': ['non_empty']}: no groups is no evidence",
+                f"{CONTRACT}([], 'p1', 'v1', 4) 返回了 {result!r}；应当是 "
+                "{'admitted': False, 'failed_checks': ['non_empty']}：没有组就没有证据",
+            )
         )
 
 
@@ -244,7 +259,12 @@ def test_incomplete_groups_stay_in_the_denominator(expect):
     result = fields_match_reference(expect, EVIDENCE_FIELDS, mixed_rollout(), lesson_gates())
     ratio = result["valid_group_ratio"]
     if not abs(ratio - 0.4) <= 1e-9:  # NaN fails too
-        raise AssertionError(f"valid_group_ratio is {ratio:.4f}; expected 2 valid / 5 groups = 0.4000")
+        raise AssertionError(
+            say(
+                f"valid_group_ratio is {ratio:.4f}; expected 2 valid / 5 groups = 0.4000",
+                f"valid_group_ratio 为 {ratio:.4f}；应当是 2 个有效组 / 5 组 = 0.4000",
+            )
+        )
     only_incomplete = evidence(reward_groups=[[0.0, 1.0], [1.0, 1.0]])
     fields_match_reference(expect, EVIDENCE_FIELDS, only_incomplete, lesson_gates())
 
@@ -268,9 +288,13 @@ def test_zero_variance_groups_give_no_update(expect):
     flat = evidence(reward_groups=[[0.0] * 4 for _ in range(4)], update_count=0, status="no_effective_update")
     result = fields_match_reference(expect, EVIDENCE_FIELDS, flat, lesson_gates())
     if result["effective_trajectory_count"] != 0:
+        count = result["effective_trajectory_count"]
         raise AssertionError(
-            f"4 groups of equal rewards gave effective_trajectory_count {result['effective_trajectory_count']!r}; "
-            "expected 0: a zero-variance group has zero advantage everywhere"
+            say(
+                f"4 groups of equal rewards gave effective_trajectory_count {count!r}; "
+                "expected 0: a zero-variance group has zero advantage everywhere",
+                f"4 个奖励全部相同的组得到 effective_trajectory_count = {count!r}；应当是 0：零方差组的优势处处为 0",
+            )
         )
     solved = evidence(reward_groups=[[1.0] * 4, [0.0, 1.0, 0.0, 0.0]])
     fields_match_reference(expect, EVIDENCE_FIELDS, solved, lesson_gates())
@@ -286,7 +310,10 @@ def test_throughput_divides_by_rollout_plus_update_time(expect):
     got = result["effective_trajectories_per_second"]
     if not abs(got - 1.0) <= 1e-9:  # NaN fails too
         raise AssertionError(
-            f"effective_trajectories_per_second is {got:.4f}; expected 8 trajectories / (3 s + 5 s) = 1.0000"
+            say(
+                f"effective_trajectories_per_second is {got:.4f}; expected 8 trajectories / (3 s + 5 s) = 1.0000",
+                f"effective_trajectories_per_second 为 {got:.4f}；应当是 8 条轨迹 / (3 s + 5 s) = 1.0000",
+            )
         )
 
 
@@ -301,8 +328,12 @@ def test_zero_elapsed_time_gives_zero_throughput(expect):
         fields_match_reference(expect, EVIDENCE_FIELDS, instant, lesson_gates())
     except ZeroDivisionError:
         raise AssertionError(
-            f"{CANDIDATE}(...) with rollout_seconds = update_seconds = 0 raised ZeroDivisionError; "
-            "expected effective_trajectories_per_second = 0.0 (no recorded time, no throughput evidence)"
+            say(
+                f"{CANDIDATE}(...) with rollout_seconds = update_seconds = 0 raised ZeroDivisionError; "
+                "expected effective_trajectories_per_second = 0.0 (no recorded time, no throughput evidence)",
+                f"rollout_seconds = update_seconds = 0 时，{CANDIDATE}(...) 抛出了 `ZeroDivisionError`；"
+                "应当得到 effective_trajectories_per_second = 0.0（没有记录耗时，就没有吞吐证据）",
+            )
         ) from None
 
 
@@ -395,10 +426,14 @@ def test_candidate_exactly_at_every_gate_is_eligible(expect):
     """
     result = expect.call(CANDIDATE, at_every_gate(), gates_at_every_gate())
     if result.get("eligible") is not True or result.get("failed_checks") != []:
+        verdict = f"eligible={result.get('eligible')!r}, failed_checks={result.get('failed_checks')!r}"
         raise AssertionError(
-            f"a candidate exactly at every gate (ratio 1.0, 1.0 trajectory/s, 1 update, gains 0.0, "
-            f"truncation 0.1, 10000 bytes) gave eligible={result.get('eligible')!r}, "
-            f"failed_checks={result.get('failed_checks')!r}; gates are inclusive (>= minimum, <= maximum)"
+            say(
+                f"a candidate exactly at every gate (ratio 1.0, 1.0 trajectory/s, 1 update, gains 0.0, "
+                f"truncation 0.1, 10000 bytes) gave {verdict}; gates are inclusive (>= minimum, <= maximum)",
+                f"恰好落在每个门槛上的候选（比例 1.0，每秒 1.0 条轨迹，1 次更新，提升 0.0，截断比例 0.1，"
+                f"10000 字节）得到 {verdict}；门槛包含边界（>= 下限，<= 上限）",
+            )
         )
 
 
@@ -424,9 +459,12 @@ def test_just_past_one_gate_fails_that_gate_only(expect, gate):
     changes, gate_changes = PAST[gate]
     result = expect.call(CANDIDATE, at_every_gate(**changes), gates_at_every_gate(**gate_changes))
     if result.get("eligible") is not False or result.get("failed_checks") != [gate]:
+        verdict = f"eligible={result.get('eligible')!r}, failed_checks={result.get('failed_checks')!r}"
         raise AssertionError(
-            f"just past the {gate} gate: eligible={result.get('eligible')!r}, "
-            f"failed_checks={result.get('failed_checks')!r}; expected eligible=False, failed_checks=[{gate!r}]"
+            say(
+                f"just past the {gate} gate: {verdict}; expected eligible=False, failed_checks=[{gate!r}]",
+                f"刚好越过 `{gate}` 门槛：{verdict}；应当是 eligible=False, failed_checks=[{gate!r}]",
+            )
         )
 
 
@@ -480,16 +518,30 @@ def test_broken_rollout_rejects_even_a_failed_candidate(expect):
     zh: 仅候选不足时调优；同时轨迹或产物失败时则拒绝
     """
     cases = [
-        ("only the candidate failed", {"admitted": True}, dict(GOOD_ARTIFACT), "tune"),
-        ("rollout not admitted and candidate not eligible", {"admitted": False}, dict(GOOD_ARTIFACT), "reject"),
-        ("no sha256 and candidate not eligible", {"admitted": True}, {"path": "adapter"}, "reject"),
+        (say("only the candidate failed", "只有候选未通过"), {"admitted": True}, dict(GOOD_ARTIFACT), "tune"),
+        (
+            say("rollout not admitted and candidate not eligible", "轨迹未被准入，且候选不具备资格"),
+            {"admitted": False},
+            dict(GOOD_ARTIFACT),
+            "reject",
+        ),
+        (
+            say("no sha256 and candidate not eligible", "没有 sha256，且候选不具备资格"),
+            {"admitted": True},
+            {"path": "adapter"},
+            "reject",
+        ),
     ]
     for what, rollout, artifact, expected in cases:
         result = expect.call(DECISION, rollout, {"eligible": False}, artifact)
         if result.get("decision") != expected:
             raise AssertionError(
-                f"{what}: decision {result.get('decision')!r}, expected {expected!r}. A weak candidate can be "
-                "tuned; a rollout or artifact that is not valid evidence cannot, so reject comes first"
+                say(
+                    f"{what}: decision {result.get('decision')!r}, expected {expected!r}. A weak candidate can be "
+                    "tuned; a rollout or artifact that is not valid evidence cannot, so reject comes first",
+                    f"{what}：decision 为 {result.get('decision')!r}，应当是 {expected!r}。候选不足可以调优；"
+                    "轨迹或产物不是有效证据就无从调优，所以 reject 优先",
+                )
             )
 
 
@@ -507,7 +559,10 @@ def test_artifact_needs_both_path_and_hash(expect, artifact):
     result = expect.call(DECISION, {"admitted": True}, {"eligible": True}, dict(artifact))
     if result.get("decision") != "reject" or "artifact" not in result.get("failed_checks", []):
         raise AssertionError(
-            f"artifact {artifact!r} gave {result!r}; expected decision 'reject' with 'artifact' in failed_checks"
+            say(
+                f"artifact {artifact!r} gave {result!r}; expected decision 'reject' with 'artifact' in failed_checks",
+                f"产物 `{artifact!r}` 得到 `{result!r}`；应当是 decision 为 'reject'，且 failed_checks 含 'artifact'",
+            )
         )
 
 
@@ -528,12 +583,15 @@ def test_rejects_inputs_outside_the_contract(expect):
     int_trace = lesson_groups()
     int_trace[0]["trace_ids"] = [1, 2, 3, 4]
     for why, args in [
-        ("groups is a dict, not a list", ({"math-1": lesson_groups()[0]}, "p1", "v1", 4)),
-        ("a group that is not a dict", (["math-1"], "p1", "v1", 4)),
-        ("a group without trace_ids", (no_trace_ids, "p1", "v1", 4)),
-        ("trace ids that are ints", (int_trace, "p1", "v1", 4)),
-        ("an empty expected policy version", (lesson_groups(), "", "v1", 4)),
-        ("a None expected verifier version", (lesson_groups(), "p1", None, 4)),
+        (
+            say("groups is a dict, not a list", "`groups` 是字典而不是列表"),
+            ({"math-1": lesson_groups()[0]}, "p1", "v1", 4),
+        ),
+        (say("a group that is not a dict", "有一个组不是字典"), (["math-1"], "p1", "v1", 4)),
+        (say("a group without trace_ids", "有一个组没有 `trace_ids`"), (no_trace_ids, "p1", "v1", 4)),
+        (say("trace ids that are ints", "轨迹 id 是整数"), (int_trace, "p1", "v1", 4)),
+        (say("an empty expected policy version", "期望的策略版本为空"), (lesson_groups(), "", "v1", 4)),
+        (say("a None expected verifier version", "期望的验证器版本为 None"), (lesson_groups(), "p1", None, 4)),
         ("expected_group_size = 0", (lesson_groups(), "p1", "v1", 0)),
         ("expected_group_size = 4.0", (lesson_groups(), "p1", "v1", 4.0)),
         ("expected_group_size = True", (lesson_groups(), "p1", "v1", True)),
@@ -544,25 +602,37 @@ def test_rejects_inputs_outside_the_contract(expect):
     gate_missing = lesson_gates()
     del gate_missing["maximum_peak_allocated_bytes"]
     for why, args in [
-        ("a gate is missing", (evidence(), gate_missing)),
-        ("a gate is NaN", (evidence(), lesson_gates(minimum_reward_gain=nan))),
-        ("evidence without 'update'", (no_update, lesson_gates())),
-        ("a NaN reward", (evidence(reward_groups=[[0.0, nan, 1.0, 0.0]]), lesson_gates())),
-        ("a reward group that is not a list", (evidence(reward_groups=[0.0, 1.0]), lesson_gates())),
+        (say("a gate is missing", "缺少一个门槛"), (evidence(), gate_missing)),
+        (say("a gate is NaN", "有一个门槛是 NaN"), (evidence(), lesson_gates(minimum_reward_gain=nan))),
+        (say("evidence without 'update'", "证据里没有键 `update`"), (no_update, lesson_gates())),
+        (say("a NaN reward", "有一个奖励是 NaN"), (evidence(reward_groups=[[0.0, nan, 1.0, 0.0]]), lesson_gates())),
+        (
+            say("a reward group that is not a list", "有一个奖励组不是列表"),
+            (evidence(reward_groups=[0.0, 1.0]), lesson_gates()),
+        ),
         ("group_size = 0", (evidence(group_size=0), lesson_gates())),
-        ("negative rollout_seconds", (evidence(rollout_seconds=-1.0), lesson_gates())),
-        ("infinite update_seconds", (evidence(update_seconds=inf), lesson_gates())),
+        (say("negative rollout_seconds", "`rollout_seconds` 为负数"), (evidence(rollout_seconds=-1.0), lesson_gates())),
+        (say("infinite update_seconds", "`update_seconds` 为 inf"), (evidence(update_seconds=inf), lesson_gates())),
         ("update_count = -1", (evidence(update_count=-1), lesson_gates())),
         ("update_count = 1.5", (evidence(update_count=1.5), lesson_gates())),
         ("max_length_hit_ratio = 1.5", (evidence(hit_ratio=1.5), lesson_gates())),
-        ("negative peak bytes", (evidence(peak_bytes=-1), lesson_gates())),
-        ("status is None", (evidence(status=None), lesson_gates())),
+        (say("negative peak bytes", "显存峰值字节数为负数"), (evidence(peak_bytes=-1), lesson_gates())),
+        (say("status is None", "`status` 为 None"), (evidence(status=None), lesson_gates())),
     ]:
         expect.raises_value_error(why, CANDIDATE, *args)
     for why, args in [
-        ("rollout without 'admitted'", ({}, {"eligible": True}, dict(GOOD_ARTIFACT))),
-        ("'admitted' is a str", ({"admitted": "yes"}, {"eligible": True}, dict(GOOD_ARTIFACT))),
-        ("candidate without 'eligible'", ({"admitted": True}, {}, dict(GOOD_ARTIFACT))),
-        ("artifact is None", ({"admitted": True}, {"eligible": True}, None)),
+        (
+            say("rollout without 'admitted'", "轨迹记录里没有键 `admitted`"),
+            ({}, {"eligible": True}, dict(GOOD_ARTIFACT)),
+        ),
+        (
+            say("'admitted' is a str", "`admitted` 是字符串"),
+            ({"admitted": "yes"}, {"eligible": True}, dict(GOOD_ARTIFACT)),
+        ),
+        (
+            say("candidate without 'eligible'", "候选记录里没有键 `eligible`"),
+            ({"admitted": True}, {}, dict(GOOD_ARTIFACT)),
+        ),
+        (say("artifact is None", "产物为 None"), ({"admitted": True}, {"eligible": True}, None)),
     ]:
         expect.raises_value_error(why, DECISION, *args)

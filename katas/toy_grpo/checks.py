@@ -16,13 +16,19 @@ import pytest
 import torch
 
 from grader.builders import toy_grpo as builders
+from grader.content.i18n import say
 from grader.judging.expect import CheckFailed, MissingFunction
 from grader.run.judge import MissingName, Refused
 
 VOCAB_SIZE, BOS, TARGET = builders.VOCAB_SIZE, 9, 0
-POLICY = "<tiny GPT-2>"  # how messages show a policy
 GLOBAL_SEED = 2024  # of the learner's global RNG, which sampling must leave alone
-NO_GRAPH = "grpo_step_loss must return a scalar tensor with a graph back to the policy's parameters"
+
+
+def no_graph() -> str:
+    return say(
+        "grpo_step_loss must return a scalar tensor with a graph back to the policy's parameters",
+        "`grpo_step_loss` 必须返回一个标量张量，它的计算图要能回溯到策略的参数",
+    )
 
 
 def loss_inputs(reference, seed: int, group_size: int = 12):
@@ -62,16 +68,21 @@ def learner_loss_and_gradients(expect, policy, ref_policy, *args, **kwargs):
     try:
         answer = expect.learner.backward("grpo_step_loss", arguments, kwargs)
     except MissingName:
-        raise MissingFunction("your file has no function `grpo_step_loss`: the checks call it by that name") from None
+        raise MissingFunction(
+            say(
+                "your file has no function `grpo_step_loss`: the checks call it by that name",
+                "你的文件里没有函数 `grpo_step_loss`：检查按这个名字调用它",
+            )
+        ) from None
     except Refused as refusal:
         raise CheckFailed(f"{expect.describe('grpo_step_loss', arguments, kwargs)}\n  {refusal}") from None
     loss, grads = answer["output"], answer["grads"]
     if not isinstance(loss, torch.Tensor) or loss.ndim != 0 or grads is None:
-        raise AssertionError(NO_GRAPH)
+        raise AssertionError(no_graph())
     policy_grads = {name: grad for name, (_, grad) in policy.params().items()}
     ref_grads = {name: grad for name, (_, grad) in ref_policy.params().items()}
     if all(grad is None for grad in [*grads, *policy_grads.values(), *ref_grads.values()]):
-        raise AssertionError(NO_GRAPH)  # nothing received a gradient: the loss has no graph
+        raise AssertionError(no_graph())  # nothing received a gradient: the loss has no graph
     shapes = parameter_shapes()
     policy_grads = {name: torch.zeros(shapes[name]) if grad is None else grad for name, grad in policy_grads.items()}
     return loss, policy_grads, ref_grads, grads
@@ -102,7 +113,8 @@ def test_sampled_group_matches_reference(expect, learner, reference, seed, group
     remote = learner.build("toy_grpo.tiny_policy", seed)
     learner.manual_seed(GLOBAL_SEED + seed)  # the global RNG would draw other answers in all three cases
     got = expect.call("sample_group", remote, BOS, group_size, torch.Generator().manual_seed(seed))
-    what = call_text("sample_group", policy=POLICY, bos_id=BOS, group_size=group_size, generator=f"<seed {seed}>")
+    policy_text, seed_text = say("<tiny GPT-2>", "<小型 `GPT-2`>"), say(f"<seed {seed}>", f"<种子 {seed}>")
+    what = call_text("sample_group", policy=policy_text, bos_id=BOS, group_size=group_size, generator=seed_text)
     expect.same(got, expected, what)
 
 
@@ -116,8 +128,12 @@ def test_old_log_probs_carry_no_graph(expect, learner):
     tokens, old_logp = expect.call("sample_group", policy, BOS, 8, torch.Generator().manual_seed(3))
     if not isinstance(old_logp, torch.Tensor) or old_logp.requires_grad:
         raise AssertionError(
-            "sample_group(policy=<tiny GPT-2 whose parameters require grad>, ...) returned old_logp attached to "
-            "the policy's graph (requires_grad=True); record it without a graph (torch.no_grad or .detach())"
+            say(
+                "sample_group(policy=<tiny GPT-2 whose parameters require grad>, ...) returned old_logp attached to "
+                "the policy's graph (requires_grad=True); record it without a graph (torch.no_grad or .detach())",
+                "sample_group(policy=<参数需要梯度的小型 `GPT-2`>, ...) 返回的 `old_logp` 连着策略的计算图"
+                "（requires_grad=True）；记录它时不要带计算图（`torch.no_grad` 或 `.detach()`）",
+            )
         )
 
 
@@ -133,8 +149,12 @@ def test_sampling_draws_only_from_the_generator(expect, learner):
     expect.call("sample_group", policy, BOS, 16, torch.Generator().manual_seed(4))
     if not torch.equal(before, learner.rng_state()):
         raise AssertionError(
-            "sample_group(..., generator=<seed 4>) drew from torch's global random generator; "
-            "pass generator=generator to torch.multinomial so that a seed reproduces the group"
+            say(
+                "sample_group(..., generator=<seed 4>) drew from torch's global random generator; "
+                "pass generator=generator to torch.multinomial so that a seed reproduces the group",
+                "sample_group(..., generator=<种子 4>) 从 PyTorch 的全局随机数生成器抽样了；"
+                "把 `generator=generator` 传给 `torch.multinomial`，同一个种子才能复现同一组回答",
+            )
         )
 
 
@@ -166,7 +186,12 @@ def test_equal_rewards_give_zero_not_nan(expect):
     """
     advantages = expect.matches_reference("zscore_advantages", torch.full((8,), 0.5))
     if not bool((advantages == 0).all()):
-        raise AssertionError("zscore_advantages([0.5] * 8) must be exactly 0 everywhere: the group carries no signal")
+        raise AssertionError(
+            say(
+                "zscore_advantages([0.5] * 8) must be exactly 0 everywhere: the group carries no signal",
+                "zscore_advantages([0.5] * 8) 必须处处恰好为 0：这个组不带任何信号",
+            )
+        )
 
 
 @pytest.mark.todo(2)
@@ -196,9 +221,11 @@ def test_loss_and_policy_gradient_match_reference(expect, learner, reference, se
     want_loss, want_grads, _ = loss_and_gradients(reference.grpo_step_loss, policy, ref_policy, *args, **options)
     remotes = learner_policies(learner, seed)
     got_loss, got_grads, _, _ = learner_loss_and_gradients(expect, *remotes, *args, **options)
-    what = call_text("grpo_step_loss", policy=f"<seed {seed}>", ref_policy="<nearby>", clip_range=0.2, beta=beta)
+    policy_text, nearby = say(f"<seed {seed}>", f"<种子 {seed}>"), say("<nearby>", "<相近的策略>")
+    what = call_text("grpo_step_loss", policy=policy_text, ref_policy=nearby, clip_range=0.2, beta=beta)
     expect.same(got_loss, want_loss, what)
-    expect.same(got_grads, want_grads, f"{what}\n  gradient of the loss with respect to the policy's parameters")
+    gradients = say("gradient of the loss with respect to the policy's parameters", "损失对策略参数的梯度")
+    expect.same(got_grads, want_grads, f"{what}\n  {gradients}")
 
 
 @pytest.mark.todo(3)
@@ -215,8 +242,12 @@ def test_ratio_is_one_when_old_equals_new(expect, learner, reference):
     expected = -advantages.mean().item()
     if not abs(loss.item() - expected) <= 1e-5:  # NaN fails too
         raise AssertionError(
-            f"grpo_step_loss(old_logp = the policy's own log-probs, beta=0): every ratio is 1, so the loss is "
-            f"-mean(A) = {expected:.5f}; got {loss.item():.5f}"
+            say(
+                f"grpo_step_loss(old_logp = the policy's own log-probs, beta=0): every ratio is 1, so the loss is "
+                f"-mean(A) = {expected:.5f}; got {loss.item():.5f}",
+                f"grpo_step_loss(old_logp = 策略自身的对数概率, beta=0)：每个策略比率都是 1，所以损失是 "
+                f"`-mean(A)` = {expected:.5f}；实际得到 {loss.item():.5f}",
+            )
         )
 
 
@@ -240,18 +271,31 @@ def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, learner, ref
         expect, remote, remote, tokens, old_logp, torch.tensor([sign]), clip_range=0.2, beta=0.0
     )
     moved = sum(bool((grad != 0).any()) for grad in grads.values())
-    where = f"one answer with ratio {ratio} and advantage {sign:+.0f} (clip_range 0.2, beta 0)"
+    where = say(
+        f"one answer with ratio {ratio} and advantage {sign:+.0f} (clip_range 0.2, beta 0)",
+        f"单个回答，策略比率 {ratio}，优势 {sign:+.0f}（clip_range 0.2，beta 0）",
+    )
     if flat and moved:
-        raise AssertionError(f"{where}: past the clip the loss must be flat, but {moved} parameters got a gradient")
+        raise AssertionError(
+            say(
+                f"{where}: past the clip the loss must be flat, but {moved} parameters got a gradient",
+                f"{where}：越过裁剪边界后损失必须是平的，但有 {moved} 个参数得到了梯度",
+            )
+        )
     if not flat and not moved:
-        raise AssertionError(f"{where}: this side is not clipped, yet no parameter got a gradient")
+        raise AssertionError(
+            say(
+                f"{where}: this side is not clipped, yet no parameter got a gradient",
+                f"{where}：这一侧没有被裁剪，却没有任何参数得到梯度",
+            )
+        )
 
 
 @pytest.mark.todo(3)
 def test_kl_penalty_with_zero_advantages(expect, learner, reference):
     """With all advantages 0 the loss is beta * mean k3 of the policy against the reference: >= 0
 
-    zh: 优势全为 0 时，损失是策略相对参考策略的 beta * mean k3：不小于 0
+    zh: 优势全为 0 时，损失是策略相对参考策略的 beta * mean(k3)：不小于 0
     """
     policy, ref_policy, tokens, old_logp, _ = loss_inputs(reference, 9)
     zeros = torch.zeros_like(old_logp)
@@ -259,13 +303,20 @@ def test_kl_penalty_with_zero_advantages(expect, learner, reference):
     loss, _, _, _ = learner_loss_and_gradients(expect, *remotes, tokens, old_logp, zeros, beta=0.5)
     if loss.item() < 0:
         raise AssertionError(
-            f"grpo_step_loss(advantages=0, beta=0.5) = {loss.item():.5f} < 0: the k3 penalty is >= 0 and is "
-            "subtracted from the objective, so it can only raise the loss"
+            say(
+                f"grpo_step_loss(advantages=0, beta=0.5) = {loss.item():.5f} < 0: the k3 penalty is >= 0 and is "
+                "subtracted from the objective, so it can only raise the loss",
+                f"grpo_step_loss(advantages=0, beta=0.5) = {loss.item():.5f} < 0：k3 惩罚项 >= 0，"
+                "且从目标中减去，所以它只会让损失变大",
+            )
         )
     want, _, _ = loss_and_gradients(reference.grpo_step_loss, policy, ref_policy, tokens, old_logp, zeros, beta=0.5)
-    expect.same(
-        loss, want, "grpo_step_loss(advantages=0, beta=0.5): beta * mean k3, k3 = exp(ref - new) - (ref - new) - 1"
+    k3 = "k3 = exp(ref - new) - (ref - new) - 1"
+    what = say(
+        f"grpo_step_loss(advantages=0, beta=0.5): beta * mean k3, {k3}",
+        f"grpo_step_loss(advantages=0, beta=0.5)：`beta * mean(k3)`，其中 `{k3}`",
     )
+    expect.same(loss, want, what)
 
 
 @pytest.mark.todo(3)
@@ -281,8 +332,13 @@ def test_reference_policy_receives_no_gradient(expect, learner, reference):
     if reached:
         total = len(ref_grads)
         raise AssertionError(
-            f"grpo_step_loss(..., ref_policy=<parameters require grad>, beta=0.5): {len(reached)} of {total} "
-            f"reference parameters got a gradient (first: {reached[0]}); compute the reference's log-probs without a graph"
+            say(
+                f"grpo_step_loss(..., ref_policy=<parameters require grad>, beta=0.5): {len(reached)} of {total} "
+                f"reference parameters got a gradient (first: {reached[0]}); compute the reference's log-probs "
+                "without a graph",
+                f"grpo_step_loss(..., ref_policy=<参数需要梯度>, beta=0.5)：参考策略的 {total} 个参数中有 "
+                f"{len(reached)} 个得到了梯度（第一个：`{reached[0]}`）；计算参考策略的对数概率时不要带计算图",
+            )
         )
 
 
@@ -298,8 +354,12 @@ def test_old_log_probs_receive_no_gradient(expect, learner, reference):
     _, _, _, (grad,) = learner_loss_and_gradients(expect, *remotes, tokens, old_logp, advantages)
     if grad is not None and bool((grad != 0).any()):
         raise AssertionError(
-            "grpo_step_loss(..., old_logp=<requires grad>): a gradient reached old_logp; it is a fixed sample: "
-            "use old_logp.detach() in the ratio"
+            say(
+                "grpo_step_loss(..., old_logp=<requires grad>): a gradient reached old_logp; it is a fixed sample: "
+                "use old_logp.detach() in the ratio",
+                "grpo_step_loss(..., old_logp=<需要梯度>)：有梯度传到了 `old_logp`；它是固定的样本："
+                "在策略比率中用 `old_logp.detach()`",
+            )
         )
 
 
@@ -327,14 +387,22 @@ def test_sync_copies_the_policy_into_the_old_policy(expect, learner):
     changed = _differences(policy.state(), before)
     if changed:
         raise AssertionError(
-            f"sync_old_policy(old_policy, policy) changed {len(changed)} tensors of the policy (first: {changed[0]}); "
-            "the copy goes from policy into old_policy"
+            say(
+                f"sync_old_policy(old_policy, policy) changed {len(changed)} tensors of the policy "
+                f"(first: {changed[0]}); the copy goes from policy into old_policy",
+                f"sync_old_policy(old_policy, policy) 改动了策略的 {len(changed)} 个张量（第一个：`{changed[0]}`）；"
+                "应当从 `policy` 复制到 `old_policy`",
+            )
         )
     differ = _differences(old_policy.state(), before)
     if differ:
         raise AssertionError(
-            f"after sync_old_policy(old_policy, policy), {len(differ)} tensors of old_policy still differ from the "
-            f"policy's (first: {differ[0]}); update the object passed in, in place"
+            say(
+                f"after sync_old_policy(old_policy, policy), {len(differ)} tensors of old_policy still differ from "
+                f"the policy's (first: {differ[0]}); update the object passed in, in place",
+                f"调用 sync_old_policy(old_policy, policy) 之后，`old_policy` 仍有 {len(differ)} 个张量与策略的不同"
+                f"（第一个：`{differ[0]}`）；要原地更新传入的那个对象",
+            )
         )
 
 
@@ -352,8 +420,12 @@ def test_synced_old_policy_is_an_independent_snapshot(expect, learner):
     moved = _differences(old_policy.state(), synced)
     if moved:
         raise AssertionError(
-            f"after sync_old_policy, an in-place update of the policy also changed {len(moved)} tensors of "
-            f"old_policy (first: {moved[0]}): they share storage; copy the values instead"
+            say(
+                f"after sync_old_policy, an in-place update of the policy also changed {len(moved)} tensors of "
+                f"old_policy (first: {moved[0]}): they share storage; copy the values instead",
+                f"调用 `sync_old_policy` 之后，原地更新策略也改动了 `old_policy` 的 {len(moved)} 个张量"
+                f"（第一个：`{moved[0]}`）：它们共享存储；应当复制数值",
+            )
         )
 
 
@@ -369,21 +441,39 @@ def test_toy_run_learns_the_target_token(expect, seed):
     """
     history = expect.call("train", seed, iterations=40, stop_at=0.7)
     if not isinstance(history, dict) or not {"p_target", "informative"} <= set(history):
-        raise AssertionError(f"train(seed={seed}) must return a dict with lists 'p_target' and 'informative'")
+        raise AssertionError(
+            say(
+                f"train(seed={seed}) must return a dict with lists 'p_target' and 'informative'",
+                f"train(seed={seed}) 必须返回一个字典，含列表 `p_target` 和 `informative`",
+            )
+        )
     p_target, informative = [float(p) for p in history["p_target"]], [float(i) for i in history["informative"]]
     trajectory = " ".join(f"{p:.2f}" for p in p_target)
     share = sum(informative) / max(len(informative), 1)
-    report = (
+    per_iteration = "".join(str(int(i)) for i in informative)
+    report = say(
         f"\n  P(target) before training and after each iteration: {trajectory}"
         f"\n  informative groups (rewards not all equal): {share:.2f} of {len(informative)} iterations, "
-        f"per iteration {''.join(str(int(i)) for i in informative)}"
+        f"per iteration {per_iteration}",
+        f"\n  训练前及每轮之后的 `P(target)`：{trajectory}"
+        f"\n  有效组（奖励不全相同）：{len(informative)} 轮中占 {share:.2f}，"
+        f"逐轮为 {per_iteration}",
     )
     if not p_target or not abs(p_target[0] - 0.10) <= 0.03:  # NaN fails too
-        raise AssertionError(f"train(seed={seed}): P(target) must start near 0.10 (uniform over 10 tokens){report}")
+        raise AssertionError(
+            say(
+                f"train(seed={seed}): P(target) must start near 0.10 (uniform over 10 tokens){report}",
+                f"train(seed={seed})：`P(target)` 必须从 0.10 附近出发（10 个 token 上均匀分布）{report}",
+            )
+        )
     if max(p_target[1:41], default=0.0) < 0.70:
         raise AssertionError(
-            f"train(seed={seed}): P(target) went from {p_target[0]:.2f} to {p_target[-1]:.2f} and never reached 0.70 "
-            f"within 40 iterations{report}"
+            say(
+                f"train(seed={seed}): P(target) went from {p_target[0]:.2f} to {p_target[-1]:.2f} and never reached "
+                f"0.70 within 40 iterations{report}",
+                f"train(seed={seed})：`P(target)` 从 {p_target[0]:.2f} 变到 {p_target[-1]:.2f}，"
+                f"40 轮内始终没有达到 0.70{report}",
+            )
         )
 
 
@@ -398,35 +488,50 @@ def test_rejects_inputs_outside_the_contract(expect, learner, reference):
     generator = torch.Generator().manual_seed(0)
     nan = float("nan")
     bad = [
-        ("one reward", "zscore_advantages", (torch.tensor([1.0]),), {}),
-        ("2-D rewards", "zscore_advantages", (torch.zeros(2, 2),), {}),
-        ("integer rewards", "zscore_advantages", (torch.tensor([1, 0]),), {}),
-        ("a NaN reward", "zscore_advantages", (torch.tensor([1.0, nan]),), {}),
+        (say("one reward", "只有一个奖励"), "zscore_advantages", (torch.tensor([1.0]),), {}),
+        (say("2-D rewards", "二维的奖励"), "zscore_advantages", (torch.zeros(2, 2),), {}),
+        (say("integer rewards", "整数类型的奖励"), "zscore_advantages", (torch.tensor([1, 0]),), {}),
+        (say("a NaN reward", "有一个奖励是 NaN"), "zscore_advantages", (torch.tensor([1.0, nan]),), {}),
         ("eps = 0", "zscore_advantages", (torch.tensor([1.0, 0.0]),), {"eps": 0.0}),
-        ("eps is infinite", "zscore_advantages", (torch.tensor([1.0, 0.0]),), {"eps": float("inf")}),
-        ("group_size 0", "sample_group", (policy, BOS, 0, generator), {}),
-        ("bos_id outside the vocabulary", "sample_group", (policy, VOCAB_SIZE, 4, generator), {}),
-        ("negative bos_id", "sample_group", (policy, -1, 4, generator), {}),
+        (say("eps is infinite", "eps 为 inf"), "zscore_advantages", (torch.tensor([1.0, 0.0]),), {"eps": float("inf")}),
+        (say("group_size 0", "`group_size` 为 0"), "sample_group", (policy, BOS, 0, generator), {}),
         (
-            "old_logp of another shape",
+            say("bos_id outside the vocabulary", "`bos_id` 超出词表"),
+            "sample_group",
+            (policy, VOCAB_SIZE, 4, generator),
+            {},
+        ),
+        (say("negative bos_id", "`bos_id` 为负数"), "sample_group", (policy, -1, 4, generator), {}),
+        (
+            say("old_logp of another shape", "`old_logp` 的形状不同"),
             "grpo_step_loss",
             (policy, ref_policy, BOS, tokens, old_logp[:-1], advantages),
             {},
         ),
         (
-            "advantages of another shape",
+            say("advantages of another shape", "`advantages` 的形状不同"),
             "grpo_step_loss",
             (policy, ref_policy, BOS, tokens, old_logp, advantages[:2]),
             {},
         ),
-        ("float tokens", "grpo_step_loss", (policy, ref_policy, BOS, tokens.float(), old_logp, advantages), {}),
         (
-            "a token outside the vocabulary",
+            say("float tokens", "浮点类型的 `tokens`"),
+            "grpo_step_loss",
+            (policy, ref_policy, BOS, tokens.float(), old_logp, advantages),
+            {},
+        ),
+        (
+            say("a token outside the vocabulary", "有一个 token 超出词表"),
             "grpo_step_loss",
             (policy, ref_policy, BOS, tokens + VOCAB_SIZE, old_logp, advantages),
             {},
         ),
-        ("a NaN old log-prob", "grpo_step_loss", (policy, ref_policy, BOS, tokens, old_logp * nan, advantages), {}),
+        (
+            say("a NaN old log-prob", "有一个旧对数概率是 NaN"),
+            "grpo_step_loss",
+            (policy, ref_policy, BOS, tokens, old_logp * nan, advantages),
+            {},
+        ),
         (
             "clip_range < 0",
             "grpo_step_loss",
@@ -434,14 +539,14 @@ def test_rejects_inputs_outside_the_contract(expect, learner, reference):
             {"clip_range": -0.1},
         ),
         (
-            "beta is infinite",
+            say("beta is infinite", "beta 为 inf"),
             "grpo_step_loss",
             (policy, ref_policy, BOS, tokens, old_logp, advantages),
             {"beta": float("inf")},
         ),
-        ("iterations 0", "train", (0,), {"iterations": 0}),
-        ("group_size 1", "train", (0,), {"group_size": 1}),
-        ("target_id outside the vocabulary", "train", (0,), {"target_id": VOCAB_SIZE}),
+        (say("iterations 0", "`iterations` 为 0"), "train", (0,), {"iterations": 0}),
+        (say("group_size 1", "`group_size` 为 1"), "train", (0,), {"group_size": 1}),
+        (say("target_id outside the vocabulary", "`target_id` 超出词表"), "train", (0,), {"target_id": VOCAB_SIZE}),
     ]
     for why, name, args, kwargs in bad:
         expect.raises_value_error(why, name, *args, **kwargs)

@@ -16,6 +16,8 @@ import math
 import pytest
 import torch
 
+from grader.content.i18n import say
+
 
 def each_case(expect, name, cases):
     """Compare the learner with the reference on every (label, args) case; name the first that differs."""
@@ -23,7 +25,7 @@ def each_case(expect, name, cases):
         try:
             expect.matches_reference(name, *args)
         except AssertionError as failure:
-            raise type(failure)(f"case '{label}': {failure}") from None
+            raise type(failure)(say(f"case '{label}': {failure}", f"用例“{label}”：{failure}")) from None
 
 
 # -- TODO 1: extract_answer ------------------------------------------------------------------------
@@ -39,11 +41,14 @@ def test_extract_follows_the_priority_tag_then_hashes_then_last_number(expect):
         expect,
         "extract_answer",
         [
-            ("the tag beats the last number", ("<answer>13</answer> I checked it 12 times.",)),
-            ("the tag beats ####", ("#### 12\nOn second thought: <answer>13</answer>",)),
-            ("#### beats the last number", ("#### 72\nThat took 3 steps.",)),
-            ("the last #### counts", ("#### 12\nNo, redo it.\n#### 13",)),
-            ("a GSM8K solution", ("48 / 2 = 24 clips in May.\n48 + 24 = 72\n#### 72",)),
+            (
+                say("the tag beats the last number", "答案标签优先于最后一个数字"),
+                ("<answer>13</answer> I checked it 12 times.",),
+            ),
+            (say("the tag beats ####", "答案标签优先于 ####"), ("#### 12\nOn second thought: <answer>13</answer>",)),
+            (say("#### beats the last number", "#### 优先于最后一个数字"), ("#### 72\nThat took 3 steps.",)),
+            (say("the last #### counts", "以最后一个 #### 为准"), ("#### 12\nNo, redo it.\n#### 13",)),
+            (say("a GSM8K solution", "一份 GSM8K 解答"), ("48 / 2 = 24 clips in May.\n48 + 24 = 72\n#### 72",)),
         ],
     )
 
@@ -58,10 +63,19 @@ def test_extract_falls_back_to_the_last_number(expect):
         expect,
         "extract_answer",
         [
-            ("the last number is the answer", ("First 3 apples, then 4 more, so 7 in total.",)),
-            ("gold restated before a wrong final answer", ("The question mentions 12 eggs. I think it is 13.",)),
-            ("the right number buried among guesses", ("It could be 10, 11, 12, 13 or 14.",)),
-            ("no number at all", ("I do not know.",)),
+            (
+                say("the last number is the answer", "最后一个数字就是答案"),
+                ("First 3 apples, then 4 more, so 7 in total.",),
+            ),
+            (
+                say("gold restated before a wrong final answer", "先复述标准答案，最终答案却是错的"),
+                ("The question mentions 12 eggs. I think it is 13.",),
+            ),
+            (
+                say("the right number buried among guesses", "正确的数字埋在一串猜测里"),
+                ("It could be 10, 11, 12, 13 or 14.",),
+            ),
+            (say("no number at all", "完全没有数字"), ("I do not know.",)),
         ],
     )
 
@@ -76,12 +90,12 @@ def test_extract_reads_thousands_separators_signs_and_decimals(expect):
         expect,
         "extract_answer",
         [
-            ("thousands separator", ("The farm earns $1,234 a week.",)),
-            ("#### with separators", ("#### 12,000",)),
-            ("millions in a tag", ("<answer>1,000,000</answer>",)),
-            ("negative number", ("The temperature fell to -7 degrees.",)),
-            ("decimal number", ("Each pencil costs 0.25 dollars.",)),
-            ("negative decimal in a tag", ("<answer>-4.5</answer>",)),
+            (say("thousands separator", "千位分隔符"), ("The farm earns $1,234 a week.",)),
+            (say("#### with separators", "带分隔符的 ####"), ("#### 12,000",)),
+            (say("millions in a tag", "标签里的百万级数字"), ("<answer>1,000,000</answer>",)),
+            (say("negative number", "负数"), ("The temperature fell to -7 degrees.",)),
+            (say("decimal number", "小数"), ("Each pencil costs 0.25 dollars.",)),
+            (say("negative decimal in a tag", "标签里的负小数"), ("<answer>-4.5</answer>",)),
         ],
     )
 
@@ -96,13 +110,22 @@ def test_extract_trusts_the_last_tag_and_never_looks_past_an_empty_one(expect):
         expect,
         "extract_answer",
         [
-            ("numbers after the tag do not count", ("<answer>13</answer> (after 12 tries)",)),
-            ("the tag's last number", ("<answer>12 or 13</answer>",)),
-            ("a tag over several lines", ("<answer>\n13\n</answer> after 12 tries",)),
-            ("several tags: the last one counts", ("<answer>12</answer> no, wait: <answer>13</answer> done",)),
-            ("an empty tag is no answer", ("There are 12 apples. <answer></answer>",)),
-            ("a tag without a number is no answer", ("12 apples in all. <answer>twelve</answer>",)),
-            ("an unclosed tag is not a tag", ("<answer>42",)),
+            (
+                say("numbers after the tag do not count", "标签之后的数字不算"),
+                ("<answer>13</answer> (after 12 tries)",),
+            ),
+            (say("the tag's last number", "取标签里的最后一个数字"), ("<answer>12 or 13</answer>",)),
+            (say("a tag over several lines", "跨多行的标签"), ("<answer>\n13\n</answer> after 12 tries",)),
+            (
+                say("several tags: the last one counts", "多个标签：以最后一个为准"),
+                ("<answer>12</answer> no, wait: <answer>13</answer> done",),
+            ),
+            (say("an empty tag is no answer", "空标签就是没有答案"), ("There are 12 apples. <answer></answer>",)),
+            (
+                say("a tag without a number is no answer", "没有数字的标签就是没有答案"),
+                ("12 apples in all. <answer>twelve</answer>",),
+            ),
+            (say("an unclosed tag is not a tag", "未闭合的标签不算标签"), ("<answer>42",)),
         ],
     )
 
@@ -120,10 +143,13 @@ def test_well_formed_accepts_one_tag_around_one_number(expect):
         expect,
         "has_well_formed_answer",
         [
-            ("a bare tag", ("<answer>42</answer>",)),
-            ("reasoning, then a tag with spaces", ("48 + 24 = 72, so\n<answer> 72 </answer>",)),
-            ("separators and sign", ("<answer>-1,234.5</answer>",)),
-            ("a tag over several lines", ("<answer>\n42\n</answer>",)),
+            (say("a bare tag", "只有一个标签"), ("<answer>42</answer>",)),
+            (
+                say("reasoning, then a tag with spaces", "先推理，再给出带空白的标签"),
+                ("48 + 24 = 72, so\n<answer> 72 </answer>",),
+            ),
+            (say("separators and sign", "分隔符和负号"), ("<answer>-1,234.5</answer>",)),
+            (say("a tag over several lines", "跨多行的标签"), ("<answer>\n42\n</answer>",)),
         ],
     )
 
@@ -138,13 +164,13 @@ def test_well_formed_rejects_empty_extra_and_broken_tags(expect):
         expect,
         "has_well_formed_answer",
         [
-            ("two tags", ("<answer>4</answer> or <answer>4</answer>",)),
-            ("an empty tag", ("<answer></answer>",)),
-            ("words in the tag", ("<answer>forty-two</answer>",)),
-            ("a unit in the tag", ("<answer>42 apples</answer>",)),
-            ("an unclosed tag", ("<answer>42",)),
-            ("a stray closing marker", ("<answer>42</answer></answer>",)),
-            ("no tag", ("The answer is 42.",)),
+            (say("two tags", "两个标签"), ("<answer>4</answer> or <answer>4</answer>",)),
+            (say("an empty tag", "空标签"), ("<answer></answer>",)),
+            (say("words in the tag", "标签里是文字"), ("<answer>forty-two</answer>",)),
+            (say("a unit in the tag", "标签里带单位"), ("<answer>42 apples</answer>",)),
+            (say("an unclosed tag", "未闭合的标签"), ("<answer>42",)),
+            (say("a stray closing marker", "多出一个闭合标记"), ("<answer>42</answer></answer>",)),
+            (say("no tag", "没有标签"), ("The answer is 42.",)),
         ],
     )
 
@@ -165,12 +191,12 @@ def test_reward_values_where_extraction_and_format_are_plain(expect):
         expect,
         "reward_gsm8k",
         [
-            ("correct, in one tag", ("<answer>72</answer>", 72.0)),
-            ("correct, no tag", ("So 72.", 72.0)),
-            ("wrong, in one tag", ("<answer>71</answer>", 72.0)),
-            ("wrong, no tag", ("I get 71.", 72.0)),
-            ("no gold answer", ("<answer>72</answer>", None)),
-            ("an integer gold", ("<answer>72</answer>", 72)),
+            (say("correct, in one tag", "答对，在一个标签里"), ("<answer>72</answer>", 72.0)),
+            (say("correct, no tag", "答对，没有标签"), ("So 72.", 72.0)),
+            (say("wrong, in one tag", "答错，在一个标签里"), ("<answer>71</answer>", 72.0)),
+            (say("wrong, no tag", "答错，没有标签"), ("I get 71.", 72.0)),
+            (say("no gold answer", "没有标准答案"), ("<answer>72</answer>", None)),
+            (say("an integer gold", "整数类型的标准答案"), ("<answer>72</answer>", 72)),
         ],
     )
 
@@ -185,13 +211,13 @@ def test_reward_values_on_the_lesson_cases(expect):
         expect,
         "reward_gsm8k",
         [
-            ("correct, in one tag", ("48 + 24 = 72\n<answer>72</answer>", 72.0)),
-            ("correct, no tag", ("48 + 24 = 72, so 72 clips in all.", 72.0)),
-            ("wrong, in one tag", ("<answer>71</answer>", 72.0)),
-            ("wrong, no tag", ("I get 71.", 72.0)),
-            ("correct via ####", ("48 + 24 = 72\n#### 72", 72.0)),
-            ("no gold answer", ("<answer>72</answer>", None)),
-            ("an integer gold and separators", ("<answer>1,234</answer>", 1234)),
+            (say("correct, in one tag", "答对，在一个标签里"), ("48 + 24 = 72\n<answer>72</answer>", 72.0)),
+            (say("correct, no tag", "答对，没有标签"), ("48 + 24 = 72, so 72 clips in all.", 72.0)),
+            (say("wrong, in one tag", "答错，在一个标签里"), ("<answer>71</answer>", 72.0)),
+            (say("wrong, no tag", "答错，没有标签"), ("I get 71.", 72.0)),
+            (say("correct via ####", "通过 #### 答对"), ("48 + 24 = 72\n#### 72", 72.0)),
+            (say("no gold answer", "没有标准答案"), ("<answer>72</answer>", None)),
+            (say("an integer gold and separators", "整数类型的标准答案，带分隔符"), ("<answer>1,234</answer>", 1234)),
         ],
     )
 
@@ -206,14 +232,32 @@ def test_reward_values_on_the_usual_hacks(expect):
         expect,
         "reward_gsm8k",
         [
-            ("an empty tag", ("<answer></answer>", 12.0)),
-            ("#### 12 then a tag with 13", ("#### 12 ... <answer>13</answer>", 12.0)),
-            ("wrong numbers padded after the tag", ("<answer>13</answer> 12 12 12", 13.0)),
-            ("gold in the preamble, wrong final answer", ("The problem says 12 eggs. So the answer is 13.", 12.0)),
-            ("gold buried among guesses", ("It is 10, 11, 12, 13 or 14.", 12.0)),
-            ("hedging with two tags (gold first)", ("<answer>12</answer><answer>13</answer>", 12.0)),
-            ("two tags, the last one right", ("<answer>12</answer><answer>13</answer>", 13.0)),
-            ("gold in the preamble, then an empty tag", ("The question says 12 apples. <answer></answer>", 12.0)),
+            (say("an empty tag", "空标签"), ("<answer></answer>", 12.0)),
+            (
+                say("#### 12 then a tag with 13", "先 #### 12，再给出写着 13 的标签"),
+                ("#### 12 ... <answer>13</answer>", 12.0),
+            ),
+            (
+                say("wrong numbers padded after the tag", "标签之后补上错误的数字"),
+                ("<answer>13</answer> 12 12 12", 13.0),
+            ),
+            (
+                say("gold in the preamble, wrong final answer", "开头提到标准答案，最终答案却是错的"),
+                ("The problem says 12 eggs. So the answer is 13.", 12.0),
+            ),
+            (say("gold buried among guesses", "标准答案埋在一串猜测里"), ("It is 10, 11, 12, 13 or 14.", 12.0)),
+            (
+                say("hedging with two tags (gold first)", "用两个标签两头下注（标准答案在前）"),
+                ("<answer>12</answer><answer>13</answer>", 12.0),
+            ),
+            (
+                say("two tags, the last one right", "两个标签，最后一个正确"),
+                ("<answer>12</answer><answer>13</answer>", 13.0),
+            ),
+            (
+                say("gold in the preamble, then an empty tag", "开头提到标准答案，然后是空标签"),
+                ("The question says 12 apples. <answer></answer>", 12.0),
+            ),
         ],
     )
 
@@ -228,10 +272,10 @@ def test_reward_compares_with_an_absolute_tolerance_of_1e_4(expect):
         expect,
         "reward_gsm8k",
         [
-            ("a repeating decimal", ("<answer>2.33333</answer>", 7 / 3)),
-            ("9e-5 off", ("<answer>5.00009</answer>", 5.0)),
-            ("1.1e-4 off", ("<answer>5.00011</answer>", 5.0)),
-            ("5e-5 below zero", ("<answer>-0.00005</answer>", 0.0)),
+            (say("a repeating decimal", "无限循环小数"), ("<answer>2.33333</answer>", 7 / 3)),
+            (say("9e-5 off", "相差 9e-5"), ("<answer>5.00009</answer>", 5.0)),
+            (say("1.1e-4 off", "相差 1.1e-4"), ("<answer>5.00011</answer>", 5.0)),
+            (say("5e-5 below zero", "比 0 小 5e-5"), ("<answer>-0.00005</answer>", 0.0)),
         ],
     )
 
@@ -248,11 +292,26 @@ def test_reward_correctness_dominates_format(expect):
     texts = ["So 72.", "<answer>71</answer>", "<answer>72</answer>", "nothing"]
     rewards = [expect.call("reward_gsm8k", text, gold) for text in texts]
     if not all(isinstance(reward, int | float) and not isinstance(reward, bool) for reward in rewards):
-        raise AssertionError(f"reward_gsm8k returned {rewards!r} for {texts}; expected a float for each")
+        raise AssertionError(
+            say(
+                f"reward_gsm8k returned {rewards!r} for {texts}; expected a float for each",
+                f"reward_gsm8k 对 `{texts}` 返回了 {rewards!r}；每个都应当是浮点数",
+            )
+        )
     if not rewards[0] > rewards[1]:
-        raise AssertionError(f"correct but unformatted got {rewards[0]:.2f}, wrong but formatted {rewards[1]:.2f}")
+        raise AssertionError(
+            say(
+                f"correct but unformatted got {rewards[0]:.2f}, wrong but formatted {rewards[1]:.2f}",
+                f"答对但格式不合格的得到 {rewards[0]:.2f}，答错但格式合格的得到 {rewards[1]:.2f}",
+            )
+        )
     if max(rewards) > 1.2:
-        raise AssertionError(f"largest reward {max(rewards):.2f} is above the clip 1.2")
+        raise AssertionError(
+            say(
+                f"largest reward {max(rewards):.2f} is above the clip 1.2",
+                f"最大的奖励 {max(rewards):.2f} 超过了上限 1.2",
+            )
+        )
 
 
 # -- TODO 4: verify_integer_response ---------------------------------------------------------------
@@ -270,7 +329,9 @@ def test_integer_verifier_records_on_the_lesson_fixtures(expect):
     zh: 第 000 课实验中的每条候选记录逐字段一致
     """
     cases = [
-        (f"{response!r} for {answer}", (response, answer)) for answer, group in LESSON_GROUPS for response in group
+        (say(f"{response!r} for {answer}", f"标准答案为 {answer} 时的回答 `{response!r}`"), (response, answer))
+        for answer, group in LESSON_GROUPS
+        for response in group
     ]
     each_case(expect, "verify_integer_response", cases)
 
@@ -283,14 +344,23 @@ def test_integer_verifier_reproduces_the_lesson_pass_rates(expect):
     """
     records = [expect.call("verify_integer_response", r, answer) for answer, group in LESSON_GROUPS for r in group]
     if not all(isinstance(record, dict) for record in records):
-        raise AssertionError("verify_integer_response must return a dict for every response")
+        raise AssertionError(
+            say(
+                "verify_integer_response must return a dict for every response",
+                "verify_integer_response 必须对每个回答都返回一个字典",
+            )
+        )
     correct = sum(float(record.get("correctness", 0.0)) for record in records) / len(records)
     formatted = sum(float(record.get("format_pass", 0.0)) for record in records) / len(records)
     unjudgeable = sum(record.get("status") == "unjudgeable" for record in records)
     if (round(correct, 3), round(formatted, 3), unjudgeable) != (0.5, 0.625, 1):
         raise AssertionError(
-            f"expanded group: correctness_pass_rate {correct:.3f} (lesson 0.500), "
-            f"format_pass_rate {formatted:.3f} (lesson 0.625), unjudgeable_count {unjudgeable} (lesson 1)"
+            say(
+                f"expanded group: correctness_pass_rate {correct:.3f} (lesson 0.500), "
+                f"format_pass_rate {formatted:.3f} (lesson 0.625), unjudgeable_count {unjudgeable} (lesson 1)",
+                f"扩展候选组：correctness_pass_rate 为 {correct:.3f}（课文 0.500），"
+                f"format_pass_rate 为 {formatted:.3f}（课文 0.625），unjudgeable_count 为 {unjudgeable}（课文 1）",
+            )
         )
 
 
@@ -304,12 +374,12 @@ def test_integer_verifier_edge_cases(expect):
         expect,
         "verify_integer_response",
         [
-            ("whitespace around the integer", (" 4\n", 4)),
-            ("a negative integer", ("-3", -3)),
-            ("the last integer counts", ("2 + 2 = 4", 4)),
-            ("a decimal is not an integer", ("4.0", 4)),
-            ("a comma splits the number", ("1,234", 1234)),
-            ("an empty response", ("", 4)),
+            (say("whitespace around the integer", "整数前后有空白"), (" 4\n", 4)),
+            (say("a negative integer", "负整数"), ("-3", -3)),
+            (say("the last integer counts", "以最后一个整数为准"), ("2 + 2 = 4", 4)),
+            (say("a decimal is not an integer", "小数不是整数"), ("4.0", 4)),
+            (say("a comma splits the number", "逗号把数字分开"), ("1,234", 1234)),
+            (say("an empty response", "空回答"), ("", 4)),
         ],
     )
 
@@ -325,7 +395,11 @@ def test_combine_matches_the_lesson_framework_check(expect):
     """
     correctness = [1.0, 0.0, 1.0, None]
     integer_format = [1.0, None, 1.0, None]
-    each_case(expect, "combine_rewards", [("lesson 000 framework check", ([correctness, integer_format], [0.9, 0.1]))])
+    each_case(
+        expect,
+        "combine_rewards",
+        [(say("lesson 000 framework check", "第 000 课的框架核对"), ([correctness, integer_format], [0.9, 0.1]))],
+    )
 
 
 @pytest.mark.todo(5)
@@ -338,14 +412,17 @@ def test_combine_weighs_each_score_and_skips_only_the_missing_ones(expect):
         expect,
         "combine_rewards",
         [
-            ("weights, no missing scores", ([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]], [0.9, 0.1])),
-            ("one score missing per row", ([[1.0, 0.0, None], [None, 1.0, 1.0]], [0.9, 0.1])),
             (
-                "three functions, a negative weight",
+                say("weights, no missing scores", "有权重，没有缺失的分数"),
+                ([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]], [0.9, 0.1]),
+            ),
+            (say("one score missing per row", "每行缺一个分数"), ([[1.0, 0.0, None], [None, 1.0, 1.0]], [0.9, 0.1])),
+            (
+                say("three functions, a negative weight", "三个奖励函数，一个负权重"),
                 ([[1.0, None, 0.5], [None, None, 2.0], [0.0, 1.0, None]], [1.0, 0.5, -0.25]),
             ),
-            ("weights as a tensor", ([[0.5, None], [2.0, 1.0]], torch.tensor([2.0, 0.5]))),
-            ("a NaN score counts as None", ([[math.nan, 1.0, math.nan]], [2.0])),
+            (say("weights as a tensor", "权重是张量"), ([[0.5, None], [2.0, 1.0]], torch.tensor([2.0, 0.5]))),
+            (say("a NaN score counts as None", "NaN 分数当作 None"), ([[math.nan, 1.0, math.nan]], [2.0])),
         ],
     )
 
@@ -362,9 +439,19 @@ def test_combine_keeps_nan_exactly_where_nothing_scored(expect):
         scored = any(column[n] is not None for column in scores)
         value = float(combined[n])
         if scored and math.isnan(value):
-            raise AssertionError(f"response {n} has a score, yet its combined reward is NaN: skip missing scores")
+            raise AssertionError(
+                say(
+                    f"response {n} has a score, yet its combined reward is NaN: skip missing scores",
+                    f"回答 {n} 有分数，合并后的奖励却是 NaN：应跳过缺失的分数",
+                )
+            )
         if not scored and not math.isnan(value):
-            raise AssertionError(f"response {n} has no score at all, yet its combined reward is {value:.4g}, not NaN")
+            raise AssertionError(
+                say(
+                    f"response {n} has no score at all, yet its combined reward is {value:.4g}, not NaN",
+                    f"回答 {n} 一个分数都没有，合并后的奖励却是 {value:.4g}，而不是 NaN",
+                )
+            )
 
 
 def test_combine_rejects_mismatched_lengths(expect):
@@ -374,10 +461,10 @@ def test_combine_rejects_mismatched_lengths(expect):
     """
     expect.call("combine_rewards", [[1.0, None], [0.5, 0.5]], [1.0, 1.0])
     bad = [
-        ("no reward function", ([], [])),
-        ("fewer weights than functions", ([[1.0], [0.0]], [1.0])),
-        ("more weights than functions", ([[1.0], [0.0]], [1.0, 1.0, 1.0])),
-        ("columns of different lengths", ([[1.0, 0.0], [1.0]], [1.0, 1.0])),
+        (say("no reward function", "没有奖励函数"), ([], [])),
+        (say("fewer weights than functions", "权重比奖励函数少"), ([[1.0], [0.0]], [1.0])),
+        (say("more weights than functions", "权重比奖励函数多"), ([[1.0], [0.0]], [1.0, 1.0, 1.0])),
+        (say("columns of different lengths", "各列长度不同"), ([[1.0, 0.0], [1.0]], [1.0, 1.0])),
     ]
     for why, args in bad:
         expect.raises_value_error(why, "combine_rewards", *args)
