@@ -43,7 +43,7 @@ NAMES = {
 
 def english_words(text: str) -> set[str]:
     """The English words in `text` outside code, identifiers, paths, options, numbers and the kept terms."""
-    return set(chinese_text.english_words(re.sub(r"'[^'\n]*'", " ", text), NAMES))
+    return set(chinese_text.english_words(text, NAMES))
 
 
 def lab(*args, env=None):

@@ -51,7 +51,7 @@ def require(oracle: str, slug: str) -> None:
         raise AgainstError(
             say(
                 f"--against trl grades only the katas with a TRL counterpart: {supported}",
-                f"--against trl 只能评分在 TRL 中有对应实现的 kata：{supported}",
+                f"`--against trl` 只能评分在 TRL 中有对应实现的 kata：{supported}",
             ),
             2,
         )
@@ -69,6 +69,6 @@ def trl_problem() -> str | None:
     if installed != TRL_VERSION:
         return say(
             f"this is pinned to trl {TRL_VERSION}, found {installed}: {TRL_PIP}",
-            f"这里固定使用 trl {TRL_VERSION}，但找到的是 {installed}：{TRL_PIP}",
+            f"这里固定使用 TRL {TRL_VERSION}，但找到的是 {installed}：{TRL_PIP}",
         )
     return None

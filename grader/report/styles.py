@@ -86,6 +86,7 @@ class Trimmed:
 _ATOM = re.compile(
     r"`[^`\n]*`|\s+|[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’]|[^\s`\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’]+|`"
 )
+_WORDS = re.compile(r"\s+|\S+")
 _OPERATOR = re.compile(r"^(=|==|!=|\+|-|\*|/|<|>|<=|>=|≤|≥|±|≈|→|×|·|\*\*)$")
 SHORT_GROUP = 24  # cells: a bracketed group this short stays on one line
 _NO_LINE_START = set("，。；：！？）》」』”’、,.;:!?)]}%")  # closing punctuation stays on its line
@@ -100,7 +101,12 @@ def break_offsets(text: str, width: int) -> list[int]:
     stays whole) or inside a short bracketed group (`(4, 6)`), and between Chinese characters,
     except before closing or after opening punctuation. Only a unit wider than a line is folded.
     """
-    atoms = [(m.start(), m.group()) for m in _ATOM.finditer(text)]
+    atoms = []
+    for match in _ATOM.finditer(text):
+        if match.group().startswith("`") and cell_len(match.group()) > width:  # too wide: it breaks at its spaces
+            atoms += [(match.start() + m.start(), m.group()) for m in _WORDS.finditer(match.group())]
+        else:
+            atoms.append((match.start(), match.group()))
     inside = _short_brackets(text)
     breaks: list[int] = []
     line_start, used = 0, 0  # where the current line starts, and its cells so far

@@ -103,7 +103,7 @@ def test_dpo_beta(learner):
 def test_grpo_removes(learner):
     """GRPO drops PPO's critic (value model), not the reward model
 
-    zh: GRPO 去掉的是 PPO 的 critic（价值模型），而不是奖励模型
+    zh: GRPO 去掉的是 PPO 的评论家（价值模型），而不是奖励模型
     """
     check_answer(learner, "grpo_removes")
 

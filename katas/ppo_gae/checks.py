@@ -90,7 +90,7 @@ def trl_gae(rewards, values, gamma, lam):
 def test_gae_without_dones_is_trls_loop(expect):
     """Without dones, advantages and returns equal TRL PPOTrainer's lastgaelam loop
 
-    zh: 没有 done 时，优势与回报和 TRL PPOTrainer 的 lastgaelam 循环一致
+    zh: 没有终止时，优势与回报和 TRL `PPOTrainer` 的 `lastgaelam` 循环一致
     """
     rewards, values, dones = rollout(4, rows=2, steps=6)
     dones[:] = False
@@ -142,7 +142,7 @@ def test_lam_one_gives_the_discounted_return_minus_value(expect):
 def test_nothing_crosses_a_done(expect):
     """Self-consistency: changing rewards and values after a done leaves earlier advantages as they were
 
-    zh: 自洽：改变 done 之后的奖励和价值，不影响之前的优势
+    zh: 自洽：改变终止步之后的奖励和价值，不影响之前的优势
     """
     rewards, values, dones = rollout(2, rows=1, steps=8)
     dones[:] = False

@@ -261,7 +261,7 @@ def test_backbone_is_frozen_and_only_the_head_trains(expect):
 def test_after_backward_only_the_head_has_gradients(expect):
     """After backpropagating the rewards the backbone has no gradient and the head's weight has one
 
-    zh: 对 reward 反向传播之后，backbone 没有梯度，而 value head 的权重有梯度
+    zh: 对奖励反向传播之后，主干没有梯度，而价值头的权重有梯度
     """
     model = build(expect.learner, "causal", 1)
     if not backpropagate_the_rewards(model, *batch(LENGTHS_ALL_PADDED, seed=11)):
@@ -297,7 +297,7 @@ def test_after_backward_only_the_head_has_gradients(expect):
 def test_rewards_match_reference_without_a_mask(expect):
     """Without a mask every position is real: the reward is read at the last position
 
-    zh: 不给 mask 时每个位置都是真实 token：在最后一个位置读取 reward
+    zh: 不给 `mask` 时每个位置都是真实 token：在最后一个位置读取奖励
     """
     ids, _ = batch([7, 7, 7, 7], seed=0)
     rewards_match_reference(expect, "lesson", ids)
@@ -342,7 +342,7 @@ def test_padding_after_the_last_real_token_changes_nothing(expect):
 def test_reward_reads_only_the_last_real_token(expect):
     """With a per-position backbone, changing every token but the last real one changes nothing
 
-    zh: 用逐位置的 backbone 时，除最后一个真实 token 外改动任何 token 都不改变 reward
+    zh: 用逐位置的主干时，除最后一个真实 token 外改动任何 token 都不改变奖励
     """
     ids, mask = batch(LENGTHS_ALL_PADDED, seed=3)
     model = build(expect.learner, "lesson", 3)
@@ -366,7 +366,7 @@ def test_reward_reads_only_the_last_real_token(expect):
 def test_one_sequence_gives_rewards_of_shape_1(expect):
     """A batch of one sequence gives rewards of shape (1,), not a 0-D tensor (shapes compared)
 
-    zh: 只有一条序列的批次得到形状为 (1,) 的 reward，而不是 0 维张量（只比较形状）
+    zh: 只有一条序列的批次得到形状为 (1,) 的奖励，而不是 0 维张量（只比较形状）
     """
     ids, mask = batch([4], seed=7)
     got = build(expect.learner, "causal", 7)(ids.clone(), mask.clone())
@@ -382,7 +382,7 @@ def test_one_sequence_gives_rewards_of_shape_1(expect):
 def test_loss_matches_reference(expect, dtype):
     """The loss matches the reference on seeded rewards, in the rewards' dtype
 
-    zh: 在带种子的 reward 上，损失与参考答案一致，且 dtype 与 reward 相同
+    zh: 在带种子的奖励上，损失与参考答案一致，且 dtype 与奖励相同
     """
     generator = torch.Generator().manual_seed(4)
     chosen = (2.0 * torch.randn(6, generator=generator)).to(dtype)
@@ -394,7 +394,7 @@ def test_loss_matches_reference(expect, dtype):
 def test_equal_rewards_give_log_2(expect):
     """Equal rewards mean a coin flip: the loss is log 2 = 0.693147, whatever the batch size
 
-    zh: reward 相等即抛硬币：损失为 log 2 = 0.693147，与批大小无关
+    zh: 奖励相等即抛硬币：损失为 log 2 = 0.693147，与批大小无关
     """
     rewards = torch.tensor([0.3, -1.2, 2.0, 0.0, 5.0])
     loss = loss_of(build(expect.learner), rewards, rewards.clone())
@@ -439,7 +439,7 @@ def test_loss_is_finite_for_huge_margins(expect):
 def test_gradient_raises_chosen_and_lowers_rejected(expect):
     """Gradient descent raises each chosen reward and lowers each rejected one, by the reference's amounts
 
-    zh: 梯度下降提高每个 chosen reward、降低每个 rejected reward，幅度与参考答案一致
+    zh: 梯度下降提高每个被选回答的奖励、降低每个被拒回答的奖励，幅度与参考答案一致
     """
     generator = torch.Generator().manual_seed(5)
     chosen, rejected = torch.randn(5, generator=generator), torch.randn(5, generator=generator)

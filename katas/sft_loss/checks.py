@@ -123,7 +123,7 @@ def test_masked_normalize_dtype_follows_values(expect, dtype):
 def test_sft_loss_matches_reference(expect, seed):
     """The loss matches the reference on batches with prompts and padding of different lengths
 
-    zh: 在 prompt 与填充（padding）长度各不相同的批次上，损失与参考答案一致
+    zh: 在提示词与填充（padding）长度各不相同的批次上，损失与参考答案一致
     """
     expect.matches_reference("sft_loss", *sft_batch(seed))
 
@@ -149,7 +149,7 @@ def test_sft_loss_is_a_token_mean_over_the_batch(expect):
 def test_prompt_and_padding_change_nothing(expect):
     """Self-consistency: other log-probs, -inf or NaN on prompt and padding leave your loss as it was
 
-    zh: 自洽：prompt 与填充（padding）位置换成其他对数概率、-inf 或 NaN，你的损失保持不变
+    zh: 自洽：提示词与填充（padding）位置换成其他对数概率、-inf 或 NaN，你的损失保持不变
     """
     log_probs, mask = sft_batch(12)
     before = expect.shaped_like_reference("sft_loss", log_probs, mask)
