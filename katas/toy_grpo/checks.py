@@ -245,7 +245,7 @@ def test_ratio_is_one_when_old_equals_new(expect, learner, reference):
             say(
                 f"grpo_step_loss(old_logp = the policy's own log-probs, beta=0): every ratio is 1, so the loss is "
                 f"-mean(A) = {expected:.5f}; got {loss.item():.5f}",
-                f"grpo_step_loss(old_logp = 策略自身的对数概率, beta=0)：每个策略比率都是 1，所以损失是 "
+                f"`old_logp` 取策略自身的对数概率时，`grpo_step_loss(..., beta=0)`：每个策略比率都是 1，所以损失是 "
                 f"`-mean(A)` = {expected:.5f}；实际得到 {loss.item():.5f}",
             )
         )
