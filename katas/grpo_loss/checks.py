@@ -181,7 +181,7 @@ def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, ratio, sign,
     advantage = "+1" if sign > 0 else "-1"
     where = say(
         f"one token with ratio {ratio} and advantage {advantage} (clip_range 0.2)",
-        f"单个 token，比率 {ratio}，优势 {advantage}（clip_range 0.2）",
+        f"单个 token，比率 {ratio}，优势 {advantage}（`clip_range=0.2`）",
     )
     if clipped and gradient != 0.0:
         raise AssertionError(
