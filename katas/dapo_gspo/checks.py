@@ -150,7 +150,8 @@ def test_dapo_masked_positions_change_nothing(expect):
         after,
         before,
         say(
-            f"{DAPO}(...) after changing only the masked-out positions", f"只修改掩码为 False 的位置之后的 {DAPO}(...)"
+            f"{DAPO}(...) after changing only the masked-out positions",
+            f"只修改掩码为 `False` 的位置之后的 {DAPO}(...)",
         ),
     )
 

@@ -315,7 +315,7 @@ def test_masked_positions_change_nothing(expect):
     expect.same(
         after[LOSS],
         before,
-        say(f"{FN}(...) after changing only the masked-out positions", f"只修改掩码为 False 的位置之后的 {FN}(...)"),
+        say(f"{FN}(...) after changing only the masked-out positions", f"只修改掩码为 `False` 的位置之后的 {FN}(...)"),
     )
 
 

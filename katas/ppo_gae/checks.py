@@ -105,8 +105,8 @@ def test_gae_without_dones_is_trls_loop(expect):
     advantages, returns = expect.shaped_like_reference("gae_advantages", rewards, values, dones, 0.9, 0.95)
     want_advantages, want_returns = trl_gae(rewards, values, 0.9, 0.95)
     call = "gae_advantages(gamma=0.9, lam=0.95)"
-    close(advantages, want_advantages, say(f"{call}, no dones: advantages", f"{call}，`dones` 全为 False：优势"))
-    close(returns, want_returns, say(f"{call}, no dones: returns", f"{call}，`dones` 全为 False：回报"))
+    close(advantages, want_advantages, say(f"{call}, no dones: advantages", f"{call}，`dones` 全为 `False`：优势"))
+    close(returns, want_returns, say(f"{call}, no dones: returns", f"{call}，`dones` 全为 `False`：回报"))
 
 
 @pytest.mark.todo(1)
@@ -183,7 +183,7 @@ def test_nothing_crosses_a_done(expect):
                 f"the advantages of steps 0-3 by up to {gap:.4g}; a done step neither bootstraps V_{{t+1}} "
                 "nor carries A_{t+1} back across the episode boundary",
                 f"`dones[0, 3] = True` 时的 gae_advantages：改变第 4-7 步的奖励和价值，第 0-3 步的优势"
-                f"最多变化了 {gap:.4g}；`dones` 为 True 的一步既不用 V_{{t+1}} 自举，"
+                f"最多变化了 {gap:.4g}；`dones` 为 `True` 的一步既不用 V_{{t+1}} 自举，"
                 "也不把 A_{t+1} 跨过回合边界传回来",
             )
         )
