@@ -45,13 +45,6 @@ def no_gradient_to_new(name: str) -> str:
     )
 
 
-def not_clipped_yet_flat(where: str, loss: float) -> str:
-    return say(
-        f"{where}: this side is not clipped, yet the gradient is 0 (loss {loss:.4g})",
-        f"{where}：这一侧没有裁剪，梯度却为 0（损失 {loss:.4g}）",
-    )
-
-
 def assert_no_gradient(grads: dict, label: str, where: str) -> None:
     """`label` received no gradient (None or all zeros)."""
     gradient = grads[label]
@@ -108,7 +101,12 @@ def test_dapo_clip_is_higher_above_than_below(expect, ratio, sign, clipped):
             )
         )
     if not clipped and gradient == 0.0:
-        raise AssertionError(not_clipped_yet_flat(where, loss))
+        raise AssertionError(
+            say(
+                f"{where}: this side is not clipped, yet the gradient is 0 (loss {loss:.4g})",
+                f"{where}：这一侧没有裁剪，梯度却为 0（损失 {loss:.4g}）",
+            )
+        )
     want = -min(ratio * sign, min(max(ratio, 0.8), 1.28) * sign)
     assert_close(loss, want, say(f"{where}: the loss", f"{where}：损失"))
 
