@@ -10,6 +10,8 @@ independent, so each TODO's checks call only its own function.
 import pytest
 import torch
 
+from grader.content.i18n import say
+
 DAPO, PENALTY, KEEP, GSPO = "dapo_loss", "overlong_penalty", "dynamic_sampling_keep", "gspo_loss"
 
 
@@ -27,16 +29,32 @@ def random_batch(seed: int, rows: int = 6, length: int = 7, spread: float = 0.3,
 
 def assert_close(got: float, want: float, where: str, tol: float = 1e-6) -> None:
     if not abs(got - want) <= tol:  # NaN fails too
-        raise AssertionError(f"{where}: expected {want:.6g}, got {got:.6g}")
+        raise AssertionError(
+            say(f"{where}: expected {want:.6g}, got {got:.6g}", f"{where}：应为 {want:.6g}，实际为 {got:.6g}")
+        )
+
+
+def backpropagating(name: str) -> str:
+    return say(f"{name}(...), backpropagating the loss", f"{name}(...)，对损失反向传播")
+
+
+def no_gradient_to_new(name: str) -> str:
+    return say(
+        f"{name}(...): no gradient reached `log_probs_new`, the policy being trained",
+        f"{name}(...)：没有梯度到达 `log_probs_new`，即正在训练的策略",
+    )
 
 
 def assert_no_gradient(grads: dict, label: str, where: str) -> None:
     """`label` received no gradient (None or all zeros)."""
     gradient = grads[label]
     if gradient is not None and bool((gradient != 0).any()):
+        largest = gradient.abs().max().item()
         raise AssertionError(
-            f"{where}: no gradient should reach `{label}`, but one did: "
-            f"largest |grad| {gradient.abs().max().item():.4g}"
+            say(
+                f"{where}: no gradient should reach `{label}`, but one did: largest |grad| {largest:.4g}",
+                f"{where}：梯度不应到达 `{label}`，但到达了：最大 |grad| 为 {largest:.4g}",
+            )
         )
 
 
@@ -51,9 +69,9 @@ def test_dapo_old_log_probs_receive_no_gradient(expect):
     """
     new, old, advantages, mask = random_batch(0)
     _, grads = expect.gradients(DAPO, new, old, advantages, mask, wrt=("log_probs_new", "log_probs_old"))
-    assert_no_gradient(grads, "log_probs_old", f"{DAPO}(...), backpropagating the loss")
+    assert_no_gradient(grads, "log_probs_old", backpropagating(DAPO))
     if grads["log_probs_new"] is None or not bool((grads["log_probs_new"] != 0).any()):
-        raise AssertionError(f"{DAPO}(...): no gradient reached `log_probs_new`, the policy being trained")
+        raise AssertionError(no_gradient_to_new(DAPO))
 
 
 @pytest.mark.todo(1)
@@ -71,12 +89,26 @@ def test_dapo_clip_is_higher_above_than_below(expect, ratio, sign, clipped):
     args = (new, torch.zeros(1, 1), torch.tensor([sign]), torch.ones(1, 1, dtype=torch.bool))
     loss, grads = expect.gradients(DAPO, *args, wrt=("log_probs_new",))
     gradient = 0.0 if grads["log_probs_new"] is None else grads["log_probs_new"][0, 0].item()
-    where = f"one token with ratio {ratio}, advantage {sign:+g} (epsilon_low 0.2, epsilon_high 0.28)"
+    where = say(
+        f"one token with ratio {ratio}, advantage {sign:+g} (epsilon_low 0.2, epsilon_high 0.28)",
+        f"单个 token，比率 {ratio}，优势 {sign:+g}（`epsilon_low=0.2`，`epsilon_high=0.28`）",
+    )
     if clipped and gradient != 0.0:
-        raise AssertionError(f"{where}: this side is clipped and must be flat, but d loss/d log_prob = {gradient:.4g}")
+        raise AssertionError(
+            say(
+                f"{where}: this side is clipped and must be flat, but d loss/d log_prob = {gradient:.4g}",
+                f"{where}：这一侧被裁剪，梯度应为 0，但 d loss/d log_prob = {gradient:.4g}",
+            )
+        )
     if not clipped and gradient == 0.0:
-        raise AssertionError(f"{where}: this side is not clipped, yet the gradient is 0 (loss {loss:.4g})")
-    assert_close(loss, -min(ratio * sign, min(max(ratio, 0.8), 1.28) * sign), f"{where}: the loss")
+        raise AssertionError(
+            say(
+                f"{where}: this side is not clipped, yet the gradient is 0 (loss {loss:.4g})",
+                f"{where}：这一侧没有裁剪，梯度却为 0（损失 {loss:.4g}）",
+            )
+        )
+    want = -min(ratio * sign, min(max(ratio, 0.8), 1.28) * sign)
+    assert_close(loss, want, say(f"{where}: the loss", f"{where}：损失"))
 
 
 @pytest.mark.todo(1)
@@ -88,7 +120,11 @@ def test_dapo_every_valid_token_weighs_the_same(expect):
     new = torch.full((2, 3), -1.0)
     mask = torch.tensor([[True, True, True], [True, False, False]])
     loss = expect.shaped_like_reference(DAPO, new, new.clone(), torch.tensor([-1.0, 1.0]), mask)
-    assert_close(loss.item(), 0.5, f"{DAPO}(...) where 3 tokens lose +1 and 1 token loses -1 (a mean over 4 tokens)")
+    where = say(
+        f"{DAPO}(...) where 3 tokens lose +1 and 1 token loses -1 (a mean over 4 tokens)",
+        f"{DAPO}(...)，其中 3 个 token 的损失为 +1，1 个 token 的损失为 -1（对 4 个 token 取均值）",
+    )
+    assert_close(loss.item(), 0.5, where)
 
 
 @pytest.mark.todo(1)
@@ -100,10 +136,22 @@ def test_dapo_masked_positions_change_nothing(expect):
     new, old, advantages, mask = random_batch(1)
     before = expect.shaped_like_reference(DAPO, new, old, advantages, mask)
     if not bool(before.isfinite()):  # NaN would equal NaN below
-        raise AssertionError(f"{DAPO}(...) returned a non-finite loss: {before.item()}")
+        raise AssertionError(
+            say(
+                f"{DAPO}(...) returned a non-finite loss: {before.item()}",
+                f"{DAPO}(...) 返回了非有限的损失：{before.item()}",
+            )
+        )
     noise = torch.where(mask, torch.zeros_like(new), torch.full_like(new, -3.0))
     after = expect.call(DAPO, new + noise, old - noise, advantages, mask)
-    expect.same(after, before, f"{DAPO}(...) after changing only the masked-out positions")
+    expect.same(
+        after,
+        before,
+        say(
+            f"{DAPO}(...) after changing only the masked-out positions",
+            f"只修改掩码为 `False` 的位置之后的 {DAPO}(...)",
+        ),
+    )
 
 
 @pytest.mark.whole
@@ -130,7 +178,8 @@ def penalties(expect, lengths: list[int], max_length: int = 20, cache_length: in
 def assert_penalties(expect, lengths: list[int], want: list[float]) -> None:
     got = penalties(expect, lengths)
     for length, have, value in zip(lengths, got, want):
-        assert_close(have, value, f"{PENALTY}(lengths, max_length=20, cache_length=4) at length {length}")
+        call = f"{PENALTY}(lengths, max_length=20, cache_length=4)"
+        assert_close(have, value, say(f"{call} at length {length}", f"{call} 在长度 {length} 处"))
 
 
 @pytest.mark.todo(2)
@@ -188,8 +237,12 @@ def test_groups_whose_rewards_agree_are_dropped(expect):
     if got != want:
         wrong = [i for i, (have, value) in enumerate(zip(got, want)) if have != value]
         raise AssertionError(
-            f"{KEEP}(rewards, group_ids) with groups {group_ids.tolist()}: candidates {wrong} "
-            f"are wrong; expected {want}, got {got}"
+            say(
+                f"{KEEP}(rewards, group_ids) with groups {group_ids.tolist()}: candidates {wrong} "
+                f"are wrong; expected {want}, got {got}",
+                f"{KEEP}(rewards, group_ids)，分组为 {group_ids.tolist()}：候选 {wrong} 出错；"
+                f"应为 {want}，实际为 {got}",
+            )
         )
 
 
@@ -220,9 +273,9 @@ def test_gspo_old_log_probs_receive_no_gradient(expect):
     """
     new, old, advantages, mask = random_batch(7, spread=0.05)
     _, grads = expect.gradients(GSPO, new, old, advantages, mask, wrt=("log_probs_new", "log_probs_old"), **WIDE)
-    assert_no_gradient(grads, "log_probs_old", f"{GSPO}(...), backpropagating the loss")
+    assert_no_gradient(grads, "log_probs_old", backpropagating(GSPO))
     if grads["log_probs_new"] is None or not bool((grads["log_probs_new"] != 0).any()):
-        raise AssertionError(f"{GSPO}(...): no gradient reached `log_probs_new`, the policy being trained")
+        raise AssertionError(no_gradient_to_new(GSPO))
 
 
 @pytest.mark.todo(4)
@@ -234,7 +287,10 @@ def test_gspo_ratio_is_a_mean_over_the_valid_tokens(expect):
     old = torch.full((2, 5), -1.0)
     mask = torch.tensor([[True, False, False, False, False], [True, True, True, True, False]])
     loss = expect.shaped_like_reference(GSPO, old + 0.1, old, torch.ones(2), mask, **WIDE)
-    where = f"{GSPO}(...) where each response's tokens all have log-ratio 0.1 (so s_i = exp(0.1))"
+    where = say(
+        f"{GSPO}(...) where each response's tokens all have log-ratio 0.1 (so s_i = exp(0.1))",
+        f"{GSPO}(...)，其中每个回答的所有 token 的对数比率都是 0.1（因此 s_i = exp(0.1)）",
+    )
     assert_close(loss.item(), -torch.tensor(0.1).exp().item(), where)
 
 
@@ -248,14 +304,24 @@ def test_gspo_tokens_of_a_response_share_one_ratio(expect):
     _, grads = expect.gradients(GSPO, new, old, advantages, mask, wrt=("log_probs_new",), **WIDE)
     gradient = grads["log_probs_new"]
     if gradient is None or not bool(gradient.isfinite().all()):
-        raise AssertionError(f"{GSPO}(...): no finite gradient reached `log_probs_new`")
+        raise AssertionError(
+            say(
+                f"{GSPO}(...): no finite gradient reached `log_probs_new`",
+                f"{GSPO}(...)：没有有限的梯度到达 `log_probs_new`",
+            )
+        )
     for row in range(len(mask)):
         valid, padding = gradient[row][mask[row]], gradient[row][~mask[row]]
         if not bool((padding == 0).all()) or not float(valid.max() - valid.min()) <= 1e-7 or valid[0] == 0:
+            valid_count, shown = int(mask[row].sum()), [round(float(g), 5) for g in gradient[row]]
             raise AssertionError(
-                f"{GSPO}(...): response {row} ({int(mask[row].sum())} valid tokens) gets the gradient "
-                f"{[round(float(g), 5) for g in gradient[row]]}; one sequence ratio gives every valid "
-                "token the same non-zero gradient and padding none"
+                say(
+                    f"{GSPO}(...): response {row} ({valid_count} valid tokens) gets the gradient "
+                    f"{shown}; one sequence ratio gives every valid "
+                    "token the same non-zero gradient and padding none",
+                    f"{GSPO}(...)：回答 {row}（{valid_count} 个有效 token）得到的梯度为 {shown}；"
+                    "同一个序列比率让每个有效 token 得到相同的非零梯度，填充位置则没有梯度",
+                )
             )
 
 
@@ -271,13 +337,26 @@ def test_gspo_clips_the_sequence_ratio(expect, sign, clipped):
     loss, grads = expect.gradients(GSPO, *args, wrt=("log_probs_new",), epsilon_low=0.05, epsilon_high=0.05)
     gradient = grads["log_probs_new"]
     flat = gradient is None or not bool((gradient != 0).any())
-    where = f"one response, token log-ratios [0.3, -0.1, 0.1], advantage {sign:+g}, epsilons 0.05"
+    where = say(
+        f"one response, token log-ratios [0.3, -0.1, 0.1], advantage {sign:+g}, epsilons 0.05",
+        f"一个回答，token 对数比率 [0.3, -0.1, 0.1]，优势 {sign:+g}，`epsilon_low` 与 `epsilon_high` 都为 0.05",
+    )
     if clipped and not flat:
-        raise AssertionError(f"{where}: s = exp(0.1) is past 1.05 in A's direction, yet the loss has a gradient")
+        raise AssertionError(
+            say(
+                f"{where}: s = exp(0.1) is past 1.05 in A's direction, yet the loss has a gradient",
+                f"{where}：s = exp(0.1) 已沿 A 的方向越过 1.05，损失却仍有梯度",
+            )
+        )
     if not clipped and flat:
-        raise AssertionError(f"{where}: the clip does not hold A < 0 above 1, yet the gradient is 0")
+        raise AssertionError(
+            say(
+                f"{where}: the clip does not hold A < 0 above 1, yet the gradient is 0",
+                f"{where}：A < 0 时裁剪不会限制高于 1 的比率，梯度却为 0",
+            )
+        )
     ratio = torch.tensor(0.1).exp().item()
-    assert_close(loss, -min(ratio * sign, min(ratio, 1.05) * sign), f"{where}: the loss")
+    assert_close(loss, -min(ratio * sign, min(ratio, 1.05) * sign), say(f"{where}: the loss", f"{where}：损失"))
 
 
 @pytest.mark.whole
@@ -311,21 +390,34 @@ def test_rejects_inputs_outside_the_contract(expect):
     empty_row = mask.clone()
     empty_row[1] = False
     bad = [
-        ("old has another shape", (new, old[:-1], advantages, mask), {}),
-        ("1-D log-probs", (new[:, 0], old[:, 0], advantages, mask[:, 0]), {}),
-        ("advantages for another batch size", (new, old, advantages[:-1], mask), {}),
-        ("a float mask", (new, old, advantages, mask.float()), {}),
-        ("a response with no valid token", (new, old, advantages, empty_row), {}),
-        ("a NaN log-prob", (nan, old, advantages, mask), {}),
-        ("epsilon_low = 1", (new, old, advantages, mask), {"epsilon_low": 1.0}),
-        ("epsilon_high < 0", (new, old, advantages, mask), {"epsilon_high": -0.1}),
+        (say("old has another shape", "`log_probs_old` 的形状不同"), (new, old[:-1], advantages, mask), {}),
+        (say("1-D log-probs", "对数概率是一维的"), (new[:, 0], old[:, 0], advantages, mask[:, 0]), {}),
+        (
+            say("advantages for another batch size", "`advantages` 的批次大小不同"),
+            (new, old, advantages[:-1], mask),
+            {},
+        ),
+        (say("a float mask", "掩码是浮点型"), (new, old, advantages, mask.float()), {}),
+        (say("a response with no valid token", "某个回答没有有效 token"), (new, old, advantages, empty_row), {}),
+        (say("a NaN log-prob", "对数概率中有 NaN"), (nan, old, advantages, mask), {}),
+        (say("epsilon_low = 1", "`epsilon_low` = 1"), (new, old, advantages, mask), {"epsilon_low": 1.0}),
+        (say("epsilon_high < 0", "`epsilon_high` < 0"), (new, old, advantages, mask), {"epsilon_high": -0.1}),
     ]
     for name in (DAPO, GSPO):
         for why, args, kwargs in bad:
             expect.raises_value_error(why, name, *args, **kwargs)
-    expect.raises_value_error("float lengths", PENALTY, lengths.float(), 20, 4)
-    expect.raises_value_error("a negative length", PENALTY, torch.tensor([3, -1]), 20, 4)
-    expect.raises_value_error("cache_length = 0", PENALTY, lengths, 20, 0)
-    expect.raises_value_error("cache_length > max_length", PENALTY, lengths, 20, 21)
-    expect.raises_value_error("rewards and group_ids differ in shape", KEEP, advantages, torch.tensor([0, 1]))
-    expect.raises_value_error("a NaN reward", KEEP, torch.tensor([float("nan"), 1.0]), torch.tensor([0, 0]))
+    expect.raises_value_error(say("float lengths", "长度是浮点型"), PENALTY, lengths.float(), 20, 4)
+    expect.raises_value_error(say("a negative length", "有负的长度"), PENALTY, torch.tensor([3, -1]), 20, 4)
+    expect.raises_value_error(say("cache_length = 0", "`cache_length` = 0"), PENALTY, lengths, 20, 0)
+    expect.raises_value_error(
+        say("cache_length > max_length", "`cache_length` > `max_length`"), PENALTY, lengths, 20, 21
+    )
+    expect.raises_value_error(
+        say("rewards and group_ids differ in shape", "`rewards` 与 `group_ids` 的形状不同"),
+        KEEP,
+        advantages,
+        torch.tensor([0, 1]),
+    )
+    expect.raises_value_error(
+        say("a NaN reward", "奖励中有 NaN"), KEEP, torch.tensor([float("nan"), 1.0]), torch.tensor([0, 0])
+    )

@@ -12,6 +12,7 @@ every aggregation is the token mean. Whole-function comparisons are marked `whol
 import pytest
 import torch
 
+from grader.content.i18n import say
 from katas.group_advantages.checks import (  # noqa: F401  (TODO 1 is graded here too)
     test_eps_is_a_floor_not_an_addend,
     test_groups_are_compared_only_within_themselves,
@@ -79,7 +80,7 @@ def loss_matches_reference(expect, *args, **options) -> float:
     got = expect.call(FN, *args, **options)
     call = expect.describe(FN, args, options)
     expect.same(got, expected, call, values=False)
-    expect.same(got[LOSS], expected[LOSS], f"{call}  [the loss]")
+    expect.same(got[LOSS], expected[LOSS], say(f"{call}  [the loss]", f"{call}  [损失]"))
     return got[LOSS].item()
 
 
@@ -87,9 +88,12 @@ def assert_no_gradient(grads: dict, label: str, where: str) -> None:
     """`label` received no gradient (None or all zeros)."""
     gradient = grads[label]
     if gradient is not None and bool((gradient != 0).any()):
+        largest = gradient.abs().max().item()
         raise AssertionError(
-            f"{where}: no gradient should reach `{label}`, but one did: "
-            f"largest |grad| {gradient.abs().max().item():.4g}"
+            say(
+                f"{where}: no gradient should reach `{label}`, but one did: largest |grad| {largest:.4g}",
+                f"{where}：梯度不应到达 `{label}`，但到达了：最大 |grad| 为 {largest:.4g}",
+            )
         )
 
 
@@ -107,7 +111,7 @@ def test_returned_advantages_are_the_group_advantages(expect):
     got = expect.call(FN, *args, **options)
     call = expect.describe(FN, args, options)
     expect.same(got, expected, call, values=False)
-    expect.same(got[1], expected[1], f"{call}  [the advantages]")
+    expect.same(got[1], expected[1], say(f"{call}  [the advantages]", f"{call}  [优势]"))
 
 
 # -- TODO 2: ratio ---------------------------------------------------------------------------------
@@ -121,10 +125,15 @@ def test_old_log_probs_receive_no_gradient(expect):
     """
     args, options = loss_args(square_batch(0))
     _, grads = expect.gradients(FN, *args, wrt=("log_probs_new", "log_probs_old"), pick=LOSS, **options)
-    where = f"{FN}(...), backpropagating the loss"
+    where = say(f"{FN}(...), backpropagating the loss", f"{FN}(...)，对损失反向传播")
     assert_no_gradient(grads, "log_probs_old", where)
     if grads["log_probs_new"] is None or not bool((grads["log_probs_new"] != 0).any()):
-        raise AssertionError(f"{where}: no gradient reached `log_probs_new`, the policy being trained")
+        raise AssertionError(
+            say(
+                f"{where}: no gradient reached `log_probs_new`, the policy being trained",
+                f"{where}：没有梯度到达 `log_probs_new`，即正在训练的策略",
+            )
+        )
 
 
 @pytest.mark.todo(2)
@@ -169,15 +178,34 @@ def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, ratio, sign,
     zh: 沿优势方向越过 1 ± clip_range 后损失是平的；其他位置保留梯度
     """
     loss, gradient = _one_token_loss(expect, ratio, sign)
-    where = f"one token with ratio {ratio} and advantage {'+1' if sign > 0 else '-1'} (clip_range 0.2)"
+    advantage = "+1" if sign > 0 else "-1"
+    where = say(
+        f"one token with ratio {ratio} and advantage {advantage} (clip_range 0.2)",
+        f"单个 token，比率 {ratio}，优势 {advantage}（`clip_range=0.2`）",
+    )
     if clipped and gradient != 0.0:
-        raise AssertionError(f"{where}: the clipped side must be flat, but d loss/d log_prob = {gradient:.4g}")
+        raise AssertionError(
+            say(
+                f"{where}: the clipped side must be flat, but d loss/d log_prob = {gradient:.4g}",
+                f"{where}：裁剪一侧的梯度应为 0，但 d loss/d log_prob = {gradient:.4g}",
+            )
+        )
     if not clipped and gradient == 0.0:
-        raise AssertionError(f"{where}: this side is not clipped, yet the gradient is 0 (loss {loss:.4g})")
+        raise AssertionError(
+            say(
+                f"{where}: this side is not clipped, yet the gradient is 0 (loss {loss:.4g})",
+                f"{where}：这一侧没有裁剪，梯度却为 0（损失 {loss:.4g}）",
+            )
+        )
     other = sign  # the second candidate: ratio 1, advantage -sign, so its loss is +sign
     expected = (-min(ratio * sign, min(max(ratio, 0.8), 1.2) * sign) + other) / 2
     if not abs(loss - expected) <= 1e-5:  # NaN fails too
-        raise AssertionError(f"{where}: loss expected {expected:.6g}, got {loss:.6g}")
+        raise AssertionError(
+            say(
+                f"{where}: loss expected {expected:.6g}, got {loss:.6g}",
+                f"{where}：损失应为 {expected:.6g}，实际为 {loss:.6g}",
+            )
+        )
 
 
 @pytest.mark.todo(3)
@@ -201,7 +229,8 @@ def test_reference_policy_receives_no_gradient(expect):
     """
     args, options = loss_args(lesson_batch(), beta=0.1)
     _, grads = expect.gradients(FN, *args, wrt=("log_probs_ref",), pick=LOSS, **options)
-    assert_no_gradient(grads, "log_probs_ref", f"{FN}(..., beta=0.1), backpropagating the loss")
+    where = say(f"{FN}(..., beta=0.1), backpropagating the loss", f"{FN}(..., beta=0.1)，对损失反向传播")
+    assert_no_gradient(grads, "log_probs_ref", where)
 
 
 @pytest.mark.todo(3)
@@ -215,11 +244,19 @@ def test_kl_penalty_never_lowers_the_loss(expect):
     without = expect.shaped_like_reference(FN, new, old, rewards, group_ids, mask)[0].item()
     penalised = expect.call(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.5)[0].item()
     if penalised < without - 1e-6:
-        raise AssertionError(f"loss with beta=0.5 is {penalised:.6g}, lower than {without:.6g} without the KL term")
+        raise AssertionError(
+            say(
+                f"loss with beta=0.5 is {penalised:.6g}, lower than {without:.6g} without the KL term",
+                f"beta=0.5 时损失为 {penalised:.6g}，低于不加 KL 项时的 {without:.6g}",
+            )
+        )
     same = expect.call(FN, new, old, rewards, group_ids, mask, log_probs_ref=new.clone(), beta=0.5)[0].item()
     if not abs(same - without) <= 1e-6:  # NaN fails too
         raise AssertionError(
-            f"with log_probs_ref == log_probs_new the KL term must be 0, but the loss moved by {same - without:.4g}"
+            say(
+                f"with log_probs_ref == log_probs_new the KL term must be 0, but the loss moved by {same - without:.4g}",
+                f"`log_probs_ref == log_probs_new` 时 KL 项应为 0，但损失变化了 {same - without:.4g}",
+            )
         )
 
 
@@ -249,8 +286,12 @@ def test_candidates_weigh_equally_whatever_their_length(expect):
     loss = expect.shaped_like_reference(FN, *args)[LOSS].item()
     if not abs(loss) <= 1e-6:  # NaN fails too
         raise AssertionError(
-            f"{FN}(...) = {loss:.6g} where each response's per-token loss is minus its advantage "
-            "(-1 or +1): the mean of the response means is 0, whatever the lengths"
+            say(
+                f"{FN}(...) = {loss:.6g} where each response's per-token loss is minus its advantage "
+                "(-1 or +1): the mean of the response means is 0, whatever the lengths",
+                f"每个回答的逐 token 损失都是其优势的相反数（-1 或 +1），而 {FN}(...) = {loss:.6g}："
+                "各回答均值的均值是 0，与长度无关",
+            )
         )
 
 
@@ -263,10 +304,19 @@ def test_masked_positions_change_nothing(expect):
     new, old, ref, rewards, group_ids, mask = square_batch(6)
     before = expect.shaped_like_reference(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.1)[LOSS]
     if not bool(before.isfinite()):  # NaN would equal NaN below
-        raise AssertionError(f"{FN}(...) returned a non-finite loss: {before.item()}")
+        raise AssertionError(
+            say(
+                f"{FN}(...) returned a non-finite loss: {before.item()}",
+                f"{FN}(...) 返回了非有限的损失：{before.item()}",
+            )
+        )
     noise = torch.where(mask, torch.zeros_like(new), torch.full_like(new, -3.0))
     after = expect.call(FN, new + noise, old - noise, rewards, group_ids, mask, log_probs_ref=ref + noise, beta=0.1)
-    expect.same(after[LOSS], before, f"{FN}(...) after changing only the masked-out positions")
+    expect.same(
+        after[LOSS],
+        before,
+        say(f"{FN}(...) after changing only the masked-out positions", f"只修改掩码为 `False` 的位置之后的 {FN}(...)"),
+    )
 
 
 @pytest.mark.todo(4)
@@ -287,14 +337,25 @@ def test_loss_types_agree_where_they_must(expect):
     full = losses(torch.ones_like(mask))
     if not max(full.values()) - min(full.values()) <= 1e-6:  # NaN fails too
         shown = ", ".join(f"{kind} {value:.6f}" for kind, value in full.items())
-        raise AssertionError(f"on a full mask every loss_type is the token mean, but: {shown}")
+        shown_zh = "，".join(f"`{kind}` {value:.6f}" for kind, value in full.items())
+        raise AssertionError(
+            say(
+                f"on a full mask every loss_type is the token mean, but: {shown}",
+                f"掩码全有效时，每种 `loss_type` 都是 token 均值，但实际为：{shown_zh}",
+            )
+        )
     ragged = losses(mask)
     valid, size = mask.sum().item(), mask.numel()
     if not abs(ragged["bnpo"] * valid - ragged["dr_grpo"] * size) <= 1e-5:  # NaN fails too
         raise AssertionError(
-            f"on a ragged mask ({valid} of {size} tokens valid) bnpo = {ragged['bnpo']:.6f} and "
-            f"dr_grpo = {ragged['dr_grpo']:.6f}: both sum the same token losses, bnpo divides by "
-            f"the {valid} valid tokens and dr_grpo by B * T = {size}"
+            say(
+                f"on a ragged mask ({valid} of {size} tokens valid) bnpo = {ragged['bnpo']:.6f} and "
+                f"dr_grpo = {ragged['dr_grpo']:.6f}: both sum the same token losses, bnpo divides by "
+                f"the {valid} valid tokens and dr_grpo by B * T = {size}",
+                f"在不等长掩码上（{size} 个 token 中 {valid} 个有效），`bnpo` = {ragged['bnpo']:.6f}，"
+                f"`dr_grpo` = {ragged['dr_grpo']:.6f}：两者对同样的 token 损失求和，`bnpo` 除以 "
+                f"{valid} 个有效 token，`dr_grpo` 除以 B * T = {size}",
+            )
         )
 
 
@@ -372,24 +433,56 @@ def test_rejects_inputs_outside_the_contract(expect):
     empty_row = mask.clone()
     empty_row[2] = False
     bad = [
-        ("old has another shape", (new, old[:-1], rewards, group_ids, mask), {}),
-        ("1-D log-probs", (new[:, 0], old[:, 0], rewards, group_ids, mask[:, 0]), {}),
-        ("rewards for another batch size", (new, old, rewards[:-1], group_ids[:-1], mask), {}),
-        ("group_ids of another shape", (new, old, rewards, group_ids[:-1], mask), {}),
-        ("ref has another shape", (new, old, rewards, group_ids, mask), {"log_probs_ref": ref[:-1], "beta": 0.1}),
-        ("mask has another shape", (new, old, rewards, group_ids, mask[:, :1]), {}),
+        (say("old has another shape", "`log_probs_old` 的形状不同"), (new, old[:-1], rewards, group_ids, mask), {}),
+        (say("1-D log-probs", "对数概率是一维的"), (new[:, 0], old[:, 0], rewards, group_ids, mask[:, 0]), {}),
+        (
+            say("rewards for another batch size", "`rewards` 的批次大小不同"),
+            (new, old, rewards[:-1], group_ids[:-1], mask),
+            {},
+        ),
+        (say("group_ids of another shape", "`group_ids` 的形状不同"), (new, old, rewards, group_ids[:-1], mask), {}),
+        (
+            say("ref has another shape", "`log_probs_ref` 的形状不同"),
+            (new, old, rewards, group_ids, mask),
+            {"log_probs_ref": ref[:-1], "beta": 0.1},
+        ),
+        (say("mask has another shape", "掩码的形状不同"), (new, old, rewards, group_ids, mask[:, :1]), {}),
         ("eps = 0", (new, old, rewards, group_ids, mask), {"eps": 0.0}),
         ("beta < 0", (new, old, rewards, group_ids, mask), {"log_probs_ref": ref, "beta": -0.1}),
-        ("beta is infinite", (new, old, rewards, group_ids, mask), {"log_probs_ref": ref, "beta": inf}),
-        ("clip_range < 0", (new, old, rewards, group_ids, mask), {"clip_range": -0.2}),
-        ("clip_range is infinite", (new, old, rewards, group_ids, mask), {"clip_range": inf}),
-        ("a float mask", (new, old, rewards, group_ids, mask.float()), {}),
-        ("a response with no valid token", (new, old, rewards, group_ids, empty_row), {}),
-        ("a NaN reward", (new, old, torch.tensor([nan, 2.0, 0.5, 1.5, 3.0]), group_ids, mask), {}),
-        ("a NaN log-prob", (with_nan, old, rewards, group_ids, mask), {}),
-        ("an infinite old log-prob", (new, old.clone().fill_(-inf), rewards, group_ids, mask), {}),
-        ("a NaN reference log-prob", (new, old, rewards, group_ids, mask), {"log_probs_ref": with_nan, "beta": 0.1}),
-        ("an unknown loss_type", (new, old, rewards, group_ids, mask), {"loss_type": "dapo"}),
+        (
+            say("beta is infinite", "beta 为无穷大"),
+            (new, old, rewards, group_ids, mask),
+            {"log_probs_ref": ref, "beta": inf},
+        ),
+        (say("clip_range < 0", "`clip_range` < 0"), (new, old, rewards, group_ids, mask), {"clip_range": -0.2}),
+        (
+            say("clip_range is infinite", "`clip_range` 为无穷大"),
+            (new, old, rewards, group_ids, mask),
+            {"clip_range": inf},
+        ),
+        (say("a float mask", "掩码是浮点型"), (new, old, rewards, group_ids, mask.float()), {}),
+        (
+            say("a response with no valid token", "某个回答没有有效 token"),
+            (new, old, rewards, group_ids, empty_row),
+            {},
+        ),
+        (say("a NaN reward", "奖励中有 NaN"), (new, old, torch.tensor([nan, 2.0, 0.5, 1.5, 3.0]), group_ids, mask), {}),
+        (say("a NaN log-prob", "对数概率中有 NaN"), (with_nan, old, rewards, group_ids, mask), {}),
+        (
+            say("an infinite old log-prob", "旧策略的对数概率中有无穷大"),
+            (new, old.clone().fill_(-inf), rewards, group_ids, mask),
+            {},
+        ),
+        (
+            say("a NaN reference log-prob", "参考策略的对数概率中有 NaN"),
+            (new, old, rewards, group_ids, mask),
+            {"log_probs_ref": with_nan, "beta": 0.1},
+        ),
+        (
+            say("an unknown loss_type", "未知的 `loss_type`"),
+            (new, old, rewards, group_ids, mask),
+            {"loss_type": "dapo"},
+        ),
     ]
     for why, args, kwargs in bad:
         expect.raises_value_error(why, FN, *args, **kwargs)

@@ -11,6 +11,8 @@ TODO 4 mistake cannot fail it.
 import pytest
 import torch
 
+from grader.content.i18n import say
+
 LOSS = "naive_policy_gradient_loss"
 REINFORCE = "reinforce_baseline_advantages"
 RLOO = "rloo_advantages"
@@ -20,7 +22,9 @@ GRPO = "group_normalized_advantages"
 def assert_finite(values: torch.Tensor, what: str) -> None:
     """Checks that compare your outputs with each other still fail NaN and inf."""
     if not bool(values.isfinite().all()):
-        raise AssertionError(f"{what} returned non-finite values: {values.tolist()}")
+        raise AssertionError(
+            say(f"{what} returned non-finite values: {values.tolist()}", f"{what} 返回了非有限值：{values.tolist()}")
+        )
 
 
 def loss_batch(seed: int, rows: int = 5, length: int = 7):
@@ -65,7 +69,13 @@ def test_loss_sign_rewards_good_responses(expect):
     loss = expect.call(LOSS, torch.tensor([2.0]), torch.tensor([[-0.5]]), torch.tensor([[True]]))
     value = float(loss.reshape(-1)[0])
     if not abs(value - 1.0) <= 1e-6:
-        raise AssertionError(f"{LOSS}([2.0], [[-0.5]], [[True]]) gave {value:.4g}; expected -2.0 * -0.5 = 1.0")
+        call = f"{LOSS}([2.0], [[-0.5]], [[True]])"
+        raise AssertionError(
+            say(
+                f"{call} gave {value:.4g}; expected -2.0 * -0.5 = 1.0",
+                f"{call} 得到 {value:.4g}；应为 -2.0 * -0.5 = 1.0",
+            )
+        )
 
 
 @pytest.mark.todo(1)
@@ -78,7 +88,12 @@ def test_loss_is_exactly_zero_on_padding_and_sends_it_no_gradient(expect):
     loss = expect.shaped_like_reference(LOSS, advantages, log_probs, mask)
     assert_finite(loss, LOSS)
     if not bool((loss[~mask] == 0).all()):
-        raise AssertionError(f"{LOSS}(...) is not 0 on padding: {loss[~mask].tolist()}")
+        raise AssertionError(
+            say(
+                f"{LOSS}(...) is not 0 on padding: {loss[~mask].tolist()}",
+                f"{LOSS}(...) 在填充位置上不为 0：{loss[~mask].tolist()}",
+            )
+        )
     cotangent = torch.rand(log_probs.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     expect.gradients_match_reference(LOSS, advantages, log_probs, mask, wrt=("token_log_probs",), cotangent=cotangent)
 
@@ -107,7 +122,12 @@ def test_reinforce_sign(expect):
     advantages = expect.call(REINFORCE, torch.tensor([3.0, 1.0]), 2.0)
     got = [float(value) for value in advantages.reshape(-1)]
     if not (len(got) == 2 and abs(got[0] - 1.0) <= 1e-6 and abs(got[1] + 1.0) <= 1e-6):
-        raise AssertionError(f"{REINFORCE}([3.0, 1.0], 2.0) gave {got}; expected [1.0, -1.0]")
+        raise AssertionError(
+            say(
+                f"{REINFORCE}([3.0, 1.0], 2.0) gave {got}; expected [1.0, -1.0]",
+                f"{REINFORCE}([3.0, 1.0], 2.0) 得到 {got}；应为 [1.0, -1.0]",
+            )
+        )
 
 
 # -- TODO 3: RLOO -------------------------------------------------------------------------------
@@ -165,7 +185,11 @@ def test_scale_group_uses_only_the_groups_own_rewards(expect, std):
     assert_finite(together, GRPO)
     for group in ids.unique().tolist():
         alone = expect.call(GRPO, rewards[ids == group], ids[ids == group], std=std)
-        expect.same(together[ids == group], alone, f"{GRPO}(..., std={std!r}) of group {group}, in the batch vs alone")
+        call = f"{GRPO}(..., std={std!r})"
+        where = say(
+            f"{call} of group {group}, in the batch vs alone", f"{call} 中组 {group} 的结果：在批次中与单独计算对比"
+        )
+        expect.same(together[ids == group], alone, where)
 
 
 @pytest.mark.todo(4)
@@ -188,7 +212,10 @@ def test_scale_batch_divides_by_the_spread_of_all_rewards(expect, std):
     expect.same(
         batch,
         centred * inverse_divisor,
-        f"{GRPO}(..., scale='batch', std={std!r}) vs scale='none' divided by the std of all rewards",
+        say(
+            f"{GRPO}(..., scale='batch', std={std!r}) vs scale='none' divided by the std of all rewards",
+            f"{GRPO}(..., scale='batch', std={std!r}) 与 `scale='none'` 的结果除以全部奖励的标准差对比",
+        ),
     )
 
 
@@ -253,38 +280,38 @@ def test_rejects_inputs_outside_the_contract(expect):
     expect.call(RLOO, rewards, ids)
     expect.call(GRPO, rewards, ids, scale="batch", std="sample", eps=1e-4, eps_mode="add")
     bad_loss = [
-        ("advantages is 2-D", (advantages[:, None], log_probs, mask)),
-        ("log-probs are 1-D", (advantages, log_probs[:, 0], mask[:, 0])),
-        ("one advantage too few", (advantages[:-1], log_probs, mask)),
-        ("the mask's shape differs", (advantages, log_probs, mask[:, :-1])),
-        ("the mask is not bool", (advantages, log_probs, mask.double())),
-        ("a NaN log-prob", (advantages, log_probs.clone().fill_(nan), mask)),
-        ("an infinite advantage", (advantages.clone().fill_(inf), log_probs, mask)),
+        (say("advantages is 2-D", "`advantages` 是二维的"), (advantages[:, None], log_probs, mask)),
+        (say("log-probs are 1-D", "对数概率是一维的"), (advantages, log_probs[:, 0], mask[:, 0])),
+        (say("one advantage too few", "优势少了一个"), (advantages[:-1], log_probs, mask)),
+        (say("the mask's shape differs", "掩码的形状不同"), (advantages, log_probs, mask[:, :-1])),
+        (say("the mask is not bool", "掩码不是 `bool` 型"), (advantages, log_probs, mask.double())),
+        (say("a NaN log-prob", "对数概率中有 NaN"), (advantages, log_probs.clone().fill_(nan), mask)),
+        (say("an infinite advantage", "优势中有无穷大"), (advantages.clone().fill_(inf), log_probs, mask)),
     ]
     for why, args in bad_loss:
         expect.raises_value_error(why, LOSS, *args)
     bad_rewards = [
-        ("rewards is 2-D", rewards[None], ids[None]),
-        ("empty rewards", rewards[:0], ids[:0]),
-        ("integer rewards", ids, ids),
-        ("a NaN reward", torch.tensor([nan, 1.0]), torch.tensor([0, 0])),
-        ("an infinite reward", torch.tensor([1.0, inf]), torch.tensor([0, 0])),
+        (say("rewards is 2-D", "`rewards` 是二维的"), rewards[None], ids[None]),
+        (say("empty rewards", "`rewards` 为空"), rewards[:0], ids[:0]),
+        (say("integer rewards", "奖励是整数型"), ids, ids),
+        (say("a NaN reward", "奖励中有 NaN"), torch.tensor([nan, 1.0]), torch.tensor([0, 0])),
+        (say("an infinite reward", "奖励中有无穷大"), torch.tensor([1.0, inf]), torch.tensor([0, 0])),
     ]
     for why, bad, bad_ids in bad_rewards:
         expect.raises_value_error(why, REINFORCE, bad, 0.0)
         expect.raises_value_error(why, RLOO, bad, bad_ids)
         expect.raises_value_error(why, GRPO, bad, bad_ids)
-    expect.raises_value_error("a NaN baseline", REINFORCE, rewards, nan)
-    expect.raises_value_error("a baseline of another length", REINFORCE, rewards, rewards[:-1])
+    expect.raises_value_error(say("a NaN baseline", "基线是 NaN"), REINFORCE, rewards, nan)
+    expect.raises_value_error(say("a baseline of another length", "基线的长度不同"), REINFORCE, rewards, rewards[:-1])
     for name in (RLOO, GRPO):
-        expect.raises_value_error("ids of another shape", name, rewards, ids[:-1])
-        expect.raises_value_error("float ids", name, rewards, ids.double())
+        expect.raises_value_error(say("ids of another shape", "分组 id 的形状不同"), name, rewards, ids[:-1])
+        expect.raises_value_error(say("float ids", "分组 id 是浮点型"), name, rewards, ids.double())
     for why, options in [
-        ("unknown scale", {"scale": "prompt"}),
-        ("unknown std", {"std": "unbiased"}),
-        ("unknown eps_mode", {"eps_mode": "clip"}),
+        (say("unknown scale", "未知的 `scale`"), {"scale": "prompt"}),
+        (say("unknown std", "未知的 `std`"), {"std": "unbiased"}),
+        (say("unknown eps_mode", "未知的 `eps_mode`"), {"eps_mode": "clip"}),
         ("eps = 0", {"eps": 0.0}),
-        ("eps is NaN", {"eps": nan}),
-        ("eps is infinite", {"eps": inf}),
+        (say("eps is NaN", "eps 是 NaN"), {"eps": nan}),
+        (say("eps is infinite", "eps 为无穷大"), {"eps": inf}),
     ]:
         expect.raises_value_error(why, GRPO, rewards, ids, **options)

@@ -8,6 +8,8 @@ unclipped terms disagree, so a min where a max belongs shows.
 import pytest
 import torch
 
+from grader.content.i18n import say
+
 TOL = 1e-9  # float64 comparisons with the oracle and hand-computed values
 
 
@@ -41,7 +43,12 @@ def close(got, want, what: str) -> None:
     """Raise AssertionError unless the float64 tensors agree within TOL everywhere (NaN fails)."""
     gap = (got.detach().double() - want.double()).abs()
     if not bool((gap <= TOL).all()):
-        raise AssertionError(f"{what}: got {got.tolist()}, expected {want.tolist()}")
+        raise AssertionError(
+            say(
+                f"{what}: got {got.tolist()}, expected {want.tolist()}",
+                f"{what}：实际为 {got.tolist()}，应为 {want.tolist()}",
+            )
+        )
 
 
 def ragged_mask(rows: int = 3, steps: int = 7):
@@ -68,8 +75,9 @@ def test_gae_matches_a_float64_loop(expect, gamma, lam):
     rewards, values, dones = rollout(0)
     advantages, returns = expect.shaped_like_reference("gae_advantages", rewards, values, dones, gamma, lam)
     want_advantages, want_returns = gae_oracle(rewards, values, dones, gamma, lam)
-    close(advantages, want_advantages, f"gae_advantages(gamma={gamma}, lam={lam}) advantages")
-    close(returns, want_returns, f"gae_advantages(gamma={gamma}, lam={lam}) returns")
+    call = f"gae_advantages(gamma={gamma}, lam={lam})"
+    close(advantages, want_advantages, say(f"{call} advantages", f"{call} 的优势"))
+    close(returns, want_returns, say(f"{call} returns", f"{call} 的回报"))
 
 
 def trl_gae(rewards, values, gamma, lam):
@@ -96,8 +104,9 @@ def test_gae_without_dones_is_trls_loop(expect):
     dones[:] = False
     advantages, returns = expect.shaped_like_reference("gae_advantages", rewards, values, dones, 0.9, 0.95)
     want_advantages, want_returns = trl_gae(rewards, values, 0.9, 0.95)
-    close(advantages, want_advantages, "gae_advantages(gamma=0.9, lam=0.95), no dones: advantages")
-    close(returns, want_returns, "gae_advantages(gamma=0.9, lam=0.95), no dones: returns")
+    call = "gae_advantages(gamma=0.9, lam=0.95)"
+    close(advantages, want_advantages, say(f"{call}, no dones: advantages", f"{call}，`dones` 全为 `False`：优势"))
+    close(returns, want_returns, say(f"{call}, no dones: returns", f"{call}，`dones` 全为 `False`：回报"))
 
 
 @pytest.mark.todo(1)
@@ -121,7 +130,14 @@ def test_lam_zero_gives_the_td_error(expect):
     dones = torch.zeros(1, 3, dtype=torch.bool)
     advantages, _ = expect.shaped_like_reference("gae_advantages", rewards, values, dones, 0.5, 0.0)
     want = torch.tensor([[1.0 + 0.5 * 1.0 - 0.5, 0.0 + 0.5 * 4.0 - 1.0, 2.0 - 4.0]], dtype=torch.float64)
-    close(advantages, want, "gae_advantages(gamma=0.5, lam=0) advantages (the TD errors; V after the last step is 0)")
+    close(
+        advantages,
+        want,
+        say(
+            "gae_advantages(gamma=0.5, lam=0) advantages (the TD errors; V after the last step is 0)",
+            "gae_advantages(gamma=0.5, lam=0) 的优势（即 TD 误差；最后一步之后的 V 为 0）",
+        ),
+    )
 
 
 @pytest.mark.todo(1)
@@ -135,7 +151,14 @@ def test_lam_one_gives_the_discounted_return_minus_value(expect):
     dones = torch.zeros(1, 3, dtype=torch.bool)
     advantages, _ = expect.shaped_like_reference("gae_advantages", rewards, values, dones, 0.5, 1.0)
     want = torch.tensor([[1.0 + 1.0 + 1.0 - 0.3, 2.0 + 2.0 + 0.7, 4.0 - 1.1]], dtype=torch.float64)
-    close(advantages, want, "gae_advantages(gamma=0.5, lam=1) advantages (sum_k gamma^k r_{t+k} - V_t)")
+    close(
+        advantages,
+        want,
+        say(
+            "gae_advantages(gamma=0.5, lam=1) advantages (sum_k gamma^k r_{t+k} - V_t)",
+            "gae_advantages(gamma=0.5, lam=1) 的优势（`sum_k gamma^k r_{t+k} - V_t`）",
+        ),
+    )
 
 
 @pytest.mark.todo(1)
@@ -155,9 +178,14 @@ def test_nothing_crosses_a_done(expect):
     gap = (after[0, :4] - before[0, :4]).abs().max().item()
     if not gap <= TOL:
         raise AssertionError(
-            f"gae_advantages with dones[0, 3] = True: changing rewards and values of steps 4-7 moved "
-            f"the advantages of steps 0-3 by up to {gap:.4g}; a done step neither bootstraps V_{{t+1}} "
-            "nor carries A_{t+1} back across the episode boundary"
+            say(
+                f"gae_advantages with dones[0, 3] = True: changing rewards and values of steps 4-7 moved "
+                f"the advantages of steps 0-3 by up to {gap:.4g}; a done step neither bootstraps V_{{t+1}} "
+                "nor carries A_{t+1} back across the episode boundary",
+                f"`dones[0, 3] = True` 时的 gae_advantages：改变第 4-7 步的奖励和价值，第 0-3 步的优势"
+                f"最多变化了 {gap:.4g}；`dones` 为 `True` 的一步既不用 V_{{t+1}} 自举，"
+                "也不把 A_{t+1} 跨过回合边界传回来",
+            )
         )
 
 
@@ -169,7 +197,14 @@ def test_returns_are_advantages_plus_values(expect):
     """
     rewards, values, dones = rollout(3)
     advantages, returns = expect.shaped_like_reference("gae_advantages", rewards, values, dones)
-    close(returns - advantages, values, "gae_advantages: returns - advantages (should be the values, R = A + V)")
+    close(
+        returns - advantages,
+        values,
+        say(
+            "gae_advantages: returns - advantages (should be the values, R = A + V)",
+            "gae_advantages：`returns - advantages`（应等于 `values`，R = A + V）",
+        ),
+    )
 
 
 # -- TODO 2: whiten ------------------------------------------------------------------------------
@@ -198,8 +233,12 @@ def test_whitened_values_have_mean_zero_and_unbiased_std_one(expect):
     var = whitened.var(correction=1).item()
     if not (abs(mean) <= 1e-6 and abs(var - 1.0) <= 1e-6):
         raise AssertionError(
-            f"whiten(values, mask) over the {int(mask.sum())} selected positions: mean {mean:.6f}, "
-            f"unbiased variance {var:.6f}; expected 0 and 1 (the variance divides by count - 1)"
+            say(
+                f"whiten(values, mask) over the {int(mask.sum())} selected positions: mean {mean:.6f}, "
+                f"unbiased variance {var:.6f}; expected 0 and 1 (the variance divides by count - 1)",
+                f"whiten(values, mask) 在 {int(mask.sum())} 个选中位置上：均值 {mean:.6f}，"
+                f"无偏方差 {var:.6f}；应为 0 和 1（方差的分母是个数减 1）",
+            )
         )
 
 
@@ -217,9 +256,13 @@ def test_padding_does_not_change_whitening(expect):
     outside = before[~mask].abs().max().item()
     if not (gap <= TOL and outside == 0):
         raise AssertionError(
-            f"whiten(values, mask): setting the unselected positions to 50 moved the result by up to "
-            f"{gap:.4g}, and the unselected positions hold up to {outside:.4g}; mean and variance "
-            "are taken over the mask only, and the padding comes out as 0"
+            say(
+                f"whiten(values, mask): setting the unselected positions to 50 moved the result by up to "
+                f"{gap:.4g}, and the unselected positions hold up to {outside:.4g}; mean and variance "
+                "are taken over the mask only, and the padding comes out as 0",
+                f"whiten(values, mask)：把未选中的位置设为 50 后，结果最多变化了 {gap:.4g}，"
+                f"未选中位置的绝对值最大为 {outside:.4g}；均值和方差只在掩码内计算，填充位置输出 0",
+            )
         )
 
 
@@ -233,7 +276,14 @@ def test_keeping_the_mean_only_rescales(expect):
     centred = expect.shaped_like_reference("whiten", values, mask)
     kept = expect.shaped_like_reference("whiten", values, mask, shift_mean=False)
     mean = values[mask].mean().expand(int(mask.sum()))  # the masked mean, once per selected position
-    close((kept - centred)[mask], mean, "whiten(shift_mean=False) - whiten(shift_mean=True) over the mask")
+    close(
+        (kept - centred)[mask],
+        mean,
+        say(
+            "whiten(shift_mean=False) - whiten(shift_mean=True) over the mask",
+            "掩码内的 whiten(shift_mean=False) - whiten(shift_mean=True)",
+        ),
+    )
 
 
 # -- TODO 3: value_loss --------------------------------------------------------------------------
@@ -268,8 +318,12 @@ def test_value_loss_without_clipping_is_half_the_mse(expect):
     got = expect.shaped_like_reference("value_loss", values, values.clone(), torch.zeros_like(values), mask).item()
     if not abs(got - 2.5) <= TOL:
         raise AssertionError(
-            f"value_loss(values=[1, 3, pad], old_values=values, returns=0) = {got:.6g}; expected "
-            "0.5 * (1 + 9) / 2 = 2.5 (the mean over the mask, with TRL's factor 0.5)"
+            say(
+                f"value_loss(values=[1, 3, pad], old_values=values, returns=0) = {got:.6g}; expected "
+                "0.5 * (1 + 9) / 2 = 2.5 (the mean over the mask, with TRL's factor 0.5)",
+                f"value_loss(values=[1, 3, 填充], old_values=values, returns=0) = {got:.6g}；应为 "
+                "0.5 * (1 + 9) / 2 = 2.5（掩码内的均值，再乘以 TRL 的系数 0.5）",
+            )
         )
 
 
@@ -287,9 +341,14 @@ def test_value_loss_keeps_the_larger_error(expect):
     got = expect.shaped_like_reference("value_loss", values, torch.zeros_like(values), returns, mask).item()
     if not abs(got - 0.5 * (0.64 + 0.81) / 2) <= TOL:
         raise AssertionError(
-            f"value_loss(values=[1, 1], old_values=[0, 0], returns=[1, 0.1], clip 0.2) = {got:.6g}; "
-            "expected 0.5 * (0.64 + 0.81) / 2 = 0.3625: per step the larger of (v - R)^2 and "
-            "(clip(v, v_old - 0.2, v_old + 0.2) - R)^2"
+            say(
+                f"value_loss(values=[1, 1], old_values=[0, 0], returns=[1, 0.1], clip 0.2) = {got:.6g}; "
+                "expected 0.5 * (0.64 + 0.81) / 2 = 0.3625: per step the larger of (v - R)^2 and "
+                "(clip(v, v_old - 0.2, v_old + 0.2) - R)^2",
+                f"value_loss(values=[1, 1], old_values=[0, 0], returns=[1, 0.1], clip_range_value=0.2) = {got:.6g}；"
+                "应为 0.5 * (0.64 + 0.81) / 2 = 0.3625：每一步取 (v - R)^2 与 "
+                "`(clip(v, v_old - 0.2, v_old + 0.2) - R)^2` 中较大的一个",
+            )
         )
 
 
@@ -334,8 +393,12 @@ def test_policy_loss_at_ratio_one_is_minus_the_mean_advantage(expect):
     got = expect.shaped_like_reference("ppo_policy_loss", log_probs, log_probs.clone(), advantages, mask).item()
     if not abs(got + 0.5) <= TOL:
         raise AssertionError(
-            f"ppo_policy_loss at ratio 1, advantages [2, -1, pad] = {got:.6g}; expected "
-            "-(2 - 1) / 2 = -0.5 (the loss is minus the surrogate, averaged over the mask)"
+            say(
+                f"ppo_policy_loss at ratio 1, advantages [2, -1, pad] = {got:.6g}; expected "
+                "-(2 - 1) / 2 = -0.5 (the loss is minus the surrogate, averaged over the mask)",
+                f"比率为 1、优势为 [2, -1, 填充] 时 ppo_policy_loss = {got:.6g}；应为 "
+                "-(2 - 1) / 2 = -0.5（损失是代理目标的相反数，在掩码内取均值）",
+            )
         )
 
 
@@ -355,9 +418,14 @@ def test_policy_loss_is_pessimistic(expect):
     want = (-1.2 + torch.tensor(0.5, dtype=torch.float64).exp().item()) / 2
     if not abs(got - want) <= TOL:
         raise AssertionError(
-            f"ppo_policy_loss(ratio e^0.5 on both steps, advantages [1, -1], clip 0.2) = {got:.6g}; "
-            f"expected (-1.2 + 1.6487) / 2 = {want:.6g}: per step the larger of -A * ratio and "
-            "-A * clip(ratio, 0.8, 1.2)"
+            say(
+                f"ppo_policy_loss(ratio e^0.5 on both steps, advantages [1, -1], clip 0.2) = {got:.6g}; "
+                f"expected (-1.2 + 1.6487) / 2 = {want:.6g}: per step the larger of -A * ratio and "
+                "-A * clip(ratio, 0.8, 1.2)",
+                f"两步的比率都是 e^0.5、优势为 [1, -1]、`clip_range=0.2` 时 ppo_policy_loss = {got:.6g}；"
+                f"应为 (-1.2 + 1.6487) / 2 = {want:.6g}：每一步取 `-A * ratio` 与 "
+                "`-A * clip(ratio, 0.8, 1.2)` 中较大的一个",
+            )
         )
 
 
@@ -379,33 +447,54 @@ def test_rejects_inputs_outside_the_contract(expect):
     """
     rewards, values, dones = rollout(40)
     expect.call("gae_advantages", rewards, values, dones)
-    expect.raises_value_error("values of another shape", "gae_advantages", rewards, values[:, :-1], dones)
-    expect.raises_value_error("float dones", "gae_advantages", rewards, values, dones.double())
-    expect.raises_value_error("gamma above 1", "gae_advantages", rewards, values, dones, gamma=1.5)
-    expect.raises_value_error("a negative lam", "gae_advantages", rewards, values, dones, lam=-0.1)
+    expect.raises_value_error(
+        say("values of another shape", "`values` 的形状不同"), "gae_advantages", rewards, values[:, :-1], dones
+    )
+    expect.raises_value_error(say("float dones", "`dones` 是浮点型"), "gae_advantages", rewards, values, dones.double())
+    expect.raises_value_error(
+        say("gamma above 1", "`gamma` 大于 1"), "gae_advantages", rewards, values, dones, gamma=1.5
+    )
+    expect.raises_value_error(say("a negative lam", "`lam` 为负"), "gae_advantages", rewards, values, dones, lam=-0.1)
     with_nan = rewards.clone()
     with_nan[0, 1] = float("nan")
-    expect.raises_value_error("a NaN reward", "gae_advantages", with_nan, values, dones)
-    expect.raises_value_error("1-D rewards", "gae_advantages", rewards[0], values[0], dones[0])
+    expect.raises_value_error(say("a NaN reward", "奖励中有 NaN"), "gae_advantages", with_nan, values, dones)
+    expect.raises_value_error(
+        say("1-D rewards", "`rewards` 是一维的"), "gae_advantages", rewards[0], values[0], dones[0]
+    )
 
     mask = ragged_mask()
     expect.call("whiten", values, mask)
-    expect.raises_value_error("a float mask", "whiten", values, mask.double())
-    expect.raises_value_error("a mask of another shape", "whiten", values, mask[:, :-1])
+    expect.raises_value_error(say("a float mask", "掩码是浮点型"), "whiten", values, mask.double())
+    expect.raises_value_error(say("a mask of another shape", "掩码的形状不同"), "whiten", values, mask[:, :-1])
     one = torch.zeros_like(mask)
     one[0, 0] = True
-    expect.raises_value_error("a mask selecting one position", "whiten", values, one)
+    expect.raises_value_error(say("a mask selecting one position", "掩码只选中一个位置"), "whiten", values, one)
 
     batch = value_batch(41)
     expect.call("value_loss", *batch)
-    expect.raises_value_error("a negative clip_range_value", "value_loss", *batch, clip_range_value=-0.1)
-    expect.raises_value_error("a mask that selects nothing", "value_loss", *batch[:3], torch.zeros_like(mask))
-    expect.raises_value_error("returns of another shape", "value_loss", batch[0], batch[1], batch[2][:2], mask)
+    expect.raises_value_error(
+        say("a negative clip_range_value", "`clip_range_value` 为负"), "value_loss", *batch, clip_range_value=-0.1
+    )
+    expect.raises_value_error(
+        say("a mask that selects nothing", "掩码没有选中任何位置"), "value_loss", *batch[:3], torch.zeros_like(mask)
+    )
+    expect.raises_value_error(
+        say("returns of another shape", "`returns` 的形状不同"), "value_loss", batch[0], batch[1], batch[2][:2], mask
+    )
 
     batch = policy_batch(42)
     expect.call("ppo_policy_loss", *batch)
-    expect.raises_value_error("a negative clip_range", "ppo_policy_loss", *batch, clip_range=-0.2)
-    expect.raises_value_error("a mask that selects nothing", "ppo_policy_loss", *batch[:3], torch.zeros_like(mask))
+    expect.raises_value_error(
+        say("a negative clip_range", "`clip_range` 为负"), "ppo_policy_loss", *batch, clip_range=-0.2
+    )
+    expect.raises_value_error(
+        say("a mask that selects nothing", "掩码没有选中任何位置"),
+        "ppo_policy_loss",
+        *batch[:3],
+        torch.zeros_like(mask),
+    )
     inf_old = batch[1].clone()
     inf_old[1, 1] = float("-inf")
-    expect.raises_value_error("an infinite old log-prob", "ppo_policy_loss", batch[0], inf_old, *batch[2:])
+    expect.raises_value_error(
+        say("an infinite old log-prob", "旧策略的对数概率中有无穷大"), "ppo_policy_loss", batch[0], inf_old, *batch[2:]
+    )

@@ -10,6 +10,8 @@ of token_log_probs, which the checks pass with requires_grad.
 import pytest
 import torch
 
+from grader.content.i18n import say
+
 PROMPTS = [2, 3, 1, 4]  # prompt length of each row
 RESPONSES = [3, 5, 1, 4]  # response length of each row; the rest is padding
 LENGTH = 9
@@ -65,13 +67,18 @@ def test_divides_by_the_constant_not_the_count(expect):
     got = expect.shaped_like_reference("masked_normalize", values, mask, 2.0).item()
     if not close(got, 3.5):
         raise AssertionError(
-            f"masked_normalize(values, mask, 2.0) = {got:.4g} for selected [1, 2] and [4]: "
-            "the selected sum 7 divided by the constant 2 is 3.5 (divided by the count 3 it "
-            "would be 2.333, the sum of all 21 over 2 would be 10.5)"
+            say(
+                f"masked_normalize(values, mask, 2.0) = {got:.4g} for selected [1, 2] and [4]: "
+                "the selected sum 7 divided by the constant 2 is 3.5 (divided by the count 3 it "
+                "would be 2.333, the sum of all 21 over 2 would be 10.5)",
+                f"选中 [1, 2] 与 [4] 时 masked_normalize(values, mask, 2.0) = {got:.4g}："
+                "选中值之和 7 除以常数 2 得 3.5（除以个数 3 会得 2.333，全部 21 之和除以 2 会得 10.5）",
+            )
         )
     rows = expect.shaped_like_reference("masked_normalize", values, mask, 2.0, dim=-1).tolist()
     if not (close(rows[0], 1.5) and close(rows[1], 2.0)):
-        raise AssertionError(f"masked_normalize(values, mask, 2.0, dim=-1) = {rows}, expected [1.5, 2.0]")
+        call = "masked_normalize(values, mask, 2.0, dim=-1)"
+        raise AssertionError(say(f"{call} = {rows}, expected [1.5, 2.0]", f"{call} = {rows}，应为 [1.5, 2.0]"))
 
 
 @pytest.mark.todo(1)
@@ -83,13 +90,17 @@ def test_masked_positions_change_nothing(expect, dim):
     """
     values, mask = sft_batch(2)
     before = expect.shaped_like_reference("masked_normalize", values, mask, 2.0, dim=dim)
+    call = f"masked_normalize(values, mask, 2.0, dim={dim})"
     if not bool(before.isfinite().all()):  # NaN would equal NaN below
-        raise AssertionError(f"masked_normalize(values, mask, 2.0, dim={dim}) returned non-finite values")
+        raise AssertionError(say(f"{call} returned non-finite values", f"{call} 返回了非有限值"))
     after = expect.call("masked_normalize", junk_outside(values, mask), mask, 2.0, dim=dim)
     expect.same(
         after,
         before,
-        f"masked_normalize(values, mask, 2.0, dim={dim}) after filling the unselected positions with inf/NaN",
+        say(
+            f"{call} after filling the unselected positions with inf/NaN",
+            f"把未选中的位置填成 inf/NaN 之后的 {call}",
+        ),
     )
 
 
@@ -139,9 +150,14 @@ def test_sft_loss_is_a_token_mean_over_the_batch(expect):
     got = expect.shaped_like_reference("sft_loss", log_probs, mask).item()
     if not close(got, 2.0, 1e-6):
         raise AssertionError(
-            f"sft_loss = {got:.4g} for response NLLs [1, 1, 1] and [5]: every response token "
-            "weighs the same, (1 + 1 + 1 + 5) / 4 = 2 (the mean of the sequence means would be "
-            "3, the sum over 2 sequences 4, over all 8 positions 1)"
+            say(
+                f"sft_loss = {got:.4g} for response NLLs [1, 1, 1] and [5]: every response token "
+                "weighs the same, (1 + 1 + 1 + 5) / 4 = 2 (the mean of the sequence means would be "
+                "3, the sum over 2 sequences 4, over all 8 positions 1)",
+                f"回答的 NLL 为 [1, 1, 1] 与 [5] 时 sft_loss = {got:.4g}：每个回答 token 的权重相同，"
+                "(1 + 1 + 1 + 5) / 4 = 2（各序列均值的均值会是 3，总和除以 2 个序列会是 4，"
+                "除以全部 8 个位置会是 1）",
+            )
         )
 
 
@@ -154,12 +170,18 @@ def test_prompt_and_padding_change_nothing(expect):
     log_probs, mask = sft_batch(12)
     before = expect.shaped_like_reference("sft_loss", log_probs, mask)
     if not bool(before.isfinite()):
-        raise AssertionError(f"sft_loss returned {before.item()} on finite log-probs")
-    for what, other in [
-        ("other log-probs", torch.where(mask, log_probs, log_probs - 4.0)),
-        ("inf/NaN", junk_outside(log_probs, mask)),
+        raise AssertionError(
+            say(
+                f"sft_loss returned {before.item()} on finite log-probs",
+                f"sft_loss 在有限的对数概率上返回了 {before.item()}",
+            )
+        )
+    for what, what_zh, other in [
+        ("other log-probs", "其他对数概率", torch.where(mask, log_probs, log_probs - 4.0)),
+        ("inf/NaN", " inf/NaN ", junk_outside(log_probs, mask)),
     ]:
-        expect.same(expect.call("sft_loss", other, mask), before, f"sft_loss with {what} on prompt and padding")
+        where = say(f"sft_loss with {what} on prompt and padding", f"提示词与填充位置换成{what_zh}时的 sft_loss")
+        expect.same(expect.call("sft_loss", other, mask), before, where)
 
 
 @pytest.mark.todo(2)
@@ -172,8 +194,12 @@ def test_sft_loss_falls_as_response_log_probs_rise(expect):
     loss, _ = expect.gradients("sft_loss", log_probs, mask, wrt=("token_log_probs",))
     if not loss > 0:
         raise AssertionError(
-            f"sft_loss = {loss:.4g} on log-probs < 0: the loss is the negative log-likelihood, "
-            "-(mean log-prob), which is > 0 and falls as the model learns the response"
+            say(
+                f"sft_loss = {loss:.4g} on log-probs < 0: the loss is the negative log-likelihood, "
+                "-(mean log-prob), which is > 0 and falls as the model learns the response",
+                f"对数概率 < 0 时 sft_loss = {loss:.4g}：损失是负对数似然，即 -(对数概率的均值)，"
+                "它 > 0，并随着模型学会回答而下降",
+            )
         )
     expect.gradients_match_reference("sft_loss", log_probs, mask, wrt=("token_log_probs",))
 
@@ -233,17 +259,30 @@ def test_accumulated_gradients_equal_the_full_batch(expect, steps):
         losses.append(loss)
         grads.append(grad["token_log_probs"])
     if any(grad is None for grad in grads) or full["token_log_probs"] is None:
-        raise AssertionError(f"{STEP}: no gradient reached token_log_probs; call loss.backward()")
+        raise AssertionError(
+            say(
+                f"{STEP}: no gradient reached token_log_probs; call loss.backward()",
+                f"{STEP}：没有梯度到达 `token_log_probs`；请调用 `loss.backward()`",
+            )
+        )
     if not close(sum(losses), full_loss):
         raise AssertionError(
-            f"{STEP}: the {steps} microbatch losses (k = {steps}) add up to {sum(losses):.6g}, "
-            f"but the whole batch (k = 1) gives {full_loss:.6g}: divide each microbatch's mean by "
-            "k, and each sequence by the constant, not by a token count"
+            say(
+                f"{STEP}: the {steps} microbatch losses (k = {steps}) add up to {sum(losses):.6g}, "
+                f"but the whole batch (k = 1) gives {full_loss:.6g}: divide each microbatch's mean by "
+                "k, and each sequence by the constant, not by a token count",
+                f"{STEP}：{steps} 个微批次的损失（k = {steps}）之和为 {sum(losses):.6g}，"
+                f"但整个批次（k = 1）得到 {full_loss:.6g}：每个微批次的均值要除以 k，"
+                "每个序列除以常数，而不是除以 token 数",
+            )
         )
     expect.same(
         torch.cat(grads),
         full["token_log_probs"],
-        f"{STEP}: the sum of {steps} microbatch gradients (k = {steps}) against the whole batch's (k = 1)",
+        say(
+            f"{STEP}: the sum of {steps} microbatch gradients (k = {steps}) against the whole batch's (k = 1)",
+            f"{STEP}：{steps} 个微批次的梯度之和（k = {steps}）与整个批次（k = 1）的梯度对比",
+        ),
     )
 
 
@@ -258,9 +297,13 @@ def test_constant_divides_the_loss(expect):
     four = expect.call(STEP, log_probs, mask, 2, normalize_constant=4.0)[LOSS].item()
     if not close(4 * four, one):
         raise AssertionError(
-            f"{STEP}: loss {four:.6g} with normalize_constant=4.0 and {one:.6g} with 1.0; "
-            "each sequence's summed NLL is divided by the constant, so the first is a quarter "
-            "of the second"
+            say(
+                f"{STEP}: loss {four:.6g} with normalize_constant=4.0 and {one:.6g} with 1.0; "
+                "each sequence's summed NLL is divided by the constant, so the first is a quarter "
+                "of the second",
+                f"{STEP}：`normalize_constant=4.0` 时损失为 {four:.6g}，1.0 时为 {one:.6g}；"
+                "每个序列的 NLL 之和要除以该常数，所以前者应是后者的四分之一",
+            )
         )
 
 
@@ -274,13 +317,25 @@ def test_microbatch_loss_is_positive_and_pushes_response_log_probs_up(expect):
     loss, grads = expect.gradients(STEP, log_probs, mask, 2, wrt=("token_log_probs",), pick=LOSS)
     grad = grads["token_log_probs"]
     if grad is None:
-        raise AssertionError(f"{STEP}: no gradient reached token_log_probs; call loss.backward()")
-    if not (loss > 0 and bool((grad[mask] < 0).all()) and bool((grad[~mask] == 0).all())):
         raise AssertionError(
-            f"{STEP}: loss {loss:.4g}, gradient on response tokens in "
-            f"[{grad[mask].min().item():.4g}, {grad[mask].max().item():.4g}], largest |gradient| "
-            f"elsewhere {grad[~mask].abs().max().item():.4g}: the NLL is > 0, its gradient "
-            "pushes response log-probs up (< 0) and leaves prompt and padding at 0"
+            say(
+                f"{STEP}: no gradient reached token_log_probs; call loss.backward()",
+                f"{STEP}：没有梯度到达 `token_log_probs`；请调用 `loss.backward()`",
+            )
+        )
+    if not (loss > 0 and bool((grad[mask] < 0).all()) and bool((grad[~mask] == 0).all())):
+        low, high = grad[mask].min().item(), grad[mask].max().item()
+        elsewhere = grad[~mask].abs().max().item()
+        raise AssertionError(
+            say(
+                f"{STEP}: loss {loss:.4g}, gradient on response tokens in "
+                f"[{low:.4g}, {high:.4g}], largest |gradient| "
+                f"elsewhere {elsewhere:.4g}: the NLL is > 0, its gradient "
+                "pushes response log-probs up (< 0) and leaves prompt and padding at 0",
+                f"{STEP}：损失 {loss:.4g}，回答 token 上的梯度在 [{low:.4g}, {high:.4g}] 内，"
+                f"其他位置梯度的最大绝对值为 {elsewhere:.4g}：NLL > 0，它的梯度把回答的对数概率往上推（< 0），"
+                "提示词和填充位置保持 0",
+            )
         )
 
 
@@ -299,22 +354,52 @@ def test_rejects_inputs_outside_the_contract(expect):
     nan_response = log_probs.clone()
     nan_response[1, 4] = float("nan")
     bad = [
-        ("a float mask", "masked_normalize", (log_probs, mask.float(), 1.0), {}),
-        ("a mask of another shape", "masked_normalize", (log_probs, mask[:, :-1], 1.0), {}),
-        ("integer values", "masked_normalize", (log_probs.long(), mask, 1.0), {}),
-        ("normalize_constant 0", "masked_normalize", (log_probs, mask, 0.0), {}),
-        ("a negative normalize_constant", "masked_normalize", (log_probs, mask, -2.0), {}),
-        ("a NaN normalize_constant", "masked_normalize", (log_probs, mask, float("nan")), {}),
-        ("normalize_constant True", "masked_normalize", (log_probs, mask, True), {}),
-        ("a float mask", "sft_loss", (log_probs, mask.float()), {}),
-        ("1-D log-probs", "sft_loss", (log_probs[0], mask[0]), {}),
-        ("a mask that selects nothing", "sft_loss", (log_probs, torch.zeros_like(mask)), {}),
-        ("a NaN log-prob on a response token", "sft_loss", (nan_response, mask), {}),
-        ("log-probs that do not require grad", STEP, (log_probs, mask, 1), {}),
-        ("gradient_accumulation_steps 0", STEP, (leaf, mask, 0), {}),
-        ("gradient_accumulation_steps 1.5", STEP, (leaf, mask, 1.5), {}),
-        ("normalize_constant 0", STEP, (leaf, mask, 1), {"normalize_constant": 0.0}),
-        ("a mask that selects nothing", STEP, (leaf, torch.zeros_like(mask), 1), {}),
+        (say("a float mask", "掩码是浮点型"), "masked_normalize", (log_probs, mask.float(), 1.0), {}),
+        (say("a mask of another shape", "掩码的形状不同"), "masked_normalize", (log_probs, mask[:, :-1], 1.0), {}),
+        (say("integer values", "`values` 是整数型"), "masked_normalize", (log_probs.long(), mask, 1.0), {}),
+        (say("normalize_constant 0", "`normalize_constant` 为 0"), "masked_normalize", (log_probs, mask, 0.0), {}),
+        (
+            say("a negative normalize_constant", "`normalize_constant` 为负"),
+            "masked_normalize",
+            (log_probs, mask, -2.0),
+            {},
+        ),
+        (
+            say("a NaN normalize_constant", "`normalize_constant` 是 NaN"),
+            "masked_normalize",
+            (log_probs, mask, float("nan")),
+            {},
+        ),
+        (
+            say("normalize_constant True", "`normalize_constant` 为 `True`"),
+            "masked_normalize",
+            (log_probs, mask, True),
+            {},
+        ),
+        (say("a float mask", "掩码是浮点型"), "sft_loss", (log_probs, mask.float()), {}),
+        (say("1-D log-probs", "对数概率是一维的"), "sft_loss", (log_probs[0], mask[0]), {}),
+        (
+            say("a mask that selects nothing", "掩码没有选中任何位置"),
+            "sft_loss",
+            (log_probs, torch.zeros_like(mask)),
+            {},
+        ),
+        (
+            say("a NaN log-prob on a response token", "回答 token 的对数概率是 NaN"),
+            "sft_loss",
+            (nan_response, mask),
+            {},
+        ),
+        (
+            say("log-probs that do not require grad", "对数概率不需要梯度（`requires_grad` 为 `False`）"),
+            STEP,
+            (log_probs, mask, 1),
+            {},
+        ),
+        (say("gradient_accumulation_steps 0", "`gradient_accumulation_steps` 为 0"), STEP, (leaf, mask, 0), {}),
+        (say("gradient_accumulation_steps 1.5", "`gradient_accumulation_steps` 为 1.5"), STEP, (leaf, mask, 1.5), {}),
+        (say("normalize_constant 0", "`normalize_constant` 为 0"), STEP, (leaf, mask, 1), {"normalize_constant": 0.0}),
+        (say("a mask that selects nothing", "掩码没有选中任何位置"), STEP, (leaf, torch.zeros_like(mask), 1), {}),
     ]
     for why, name, args, kwargs in bad:
         expect.raises_value_error(why, name, *args, **kwargs)

@@ -11,6 +11,8 @@ import math
 import pytest
 import torch
 
+from grader.content.i18n import say
+
 B, T, V = 4, 12, 7
 PROMPTS = (3, 4, 3, 5)
 RESPONSES = (6, 3, 9, 2)
@@ -86,11 +88,17 @@ def test_column_t_scores_the_token_at_t_plus_1(expect):
             moved = (after[b] != before[b]).nonzero().flatten().tolist()
             wanted = [t - 1] if bool(mask[b, t]) else []
             if moved != wanted:
+                kind = say("response" if mask[b, t] else "prompt or padding", "回答" if mask[b, t] else "提示词或填充")
                 raise AssertionError(
-                    f"changing input_ids[{b}, {t}] (a {'response' if mask[b, t] else 'prompt or padding'}"
-                    f" token) changed columns {moved} of row {b}; expected {wanted}: column t - 1 holds "
-                    "the log-prob of token t (logits[:, t - 1] predict it), and is 0 unless token t is "
-                    "a response token"
+                    say(
+                        f"changing input_ids[{b}, {t}] (a {kind}"
+                        f" token) changed columns {moved} of row {b}; expected {wanted}: column t - 1 holds "
+                        "the log-prob of token t (logits[:, t - 1] predict it), and is 0 unless token t is "
+                        "a response token",
+                        f"改变 input_ids[{b}, {t}]（{kind} token）改变了第 {b} 行的列 {moved}；应为 {wanted}："
+                        "第 t - 1 列存放 token t 的对数概率（由 logits[:, t - 1] 预测），"
+                        "token t 不是回答 token 时该列为 0",
+                    )
                 )
 
 
@@ -107,23 +115,42 @@ def test_junk_in_padding_logits_changes_nothing_and_sends_no_nan_gradient(expect
     where = deep_padding(mask)
     before = expect.call("response_log_probs", logits, ids, mask)
     if not bool(before.isfinite().all()):  # NaN would equal NaN below
-        raise AssertionError(f"response_log_probs returned non-finite values on finite logits: {before.tolist()}")
+        raise AssertionError(
+            say(
+                f"response_log_probs returned non-finite values on finite logits: {before.tolist()}",
+                f"response_log_probs 在有限的 `logits` 上返回了非有限值：{before.tolist()}",
+            )
+        )
     junk = junk_logits(logits, where)
     after = expect.call("response_log_probs", junk, ids, mask)
-    expect.same(after, before, "response_log_probs after filling the padding logits with NaN, inf, -inf, 1e30")
+    expect.same(
+        after,
+        before,
+        say(
+            "response_log_probs after filling the padding logits with NaN, inf, -inf, 1e30",
+            "把填充位置的 `logits` 填成 NaN、inf、-inf、1e30 之后的 response_log_probs",
+        ),
+    )
     _, grads = expect.gradients(
         "response_log_probs", junk, ids, mask, wrt=("logits",), cotangent=seeded_weights((B, T - 1), 5)
     )
     grad = grads["logits"]
     if grad is None:
-        raise AssertionError("no gradient reached `logits`")
+        raise AssertionError(say("no gradient reached `logits`", "没有梯度到达 `logits`"))
     bad = (~grad.isfinite()).any(dim=-1) | ((grad != 0).any(dim=-1) & where)  # (B, T)
     if bool(bad.any()):
+        positions = bad.nonzero().tolist()
         raise AssertionError(
-            f"with NaN/inf logits in the padding, the gradient of `logits` is NaN, inf or nonzero "
-            f"at positions {bad.nonzero().tolist()} (row, position): a masked position must send "
-            "back exactly 0. Zeroing the output there afterwards is too late: backward multiplies "
-            "0 by the NaN of its log-softmax. Replace the logits before the log-softmax (torch.where)"
+            say(
+                f"with NaN/inf logits in the padding, the gradient of `logits` is NaN, inf or nonzero "
+                f"at positions {positions} (row, position): a masked position must send "
+                "back exactly 0. Zeroing the output there afterwards is too late: backward multiplies "
+                "0 by the NaN of its log-softmax. Replace the logits before the log-softmax (torch.where)",
+                f"填充位置的 `logits` 为 NaN/inf 时，`logits` 的梯度在位置 {positions}（行，位置）上"
+                "是 NaN、inf 或非零值：被掩码屏蔽的位置必须传回恰好为 0 的梯度。事后再把那里的输出置 0 "
+                "已经太晚：反向传播会用 0 乘以 `log_softmax` 的 NaN。应在 `log_softmax` 之前替换 `logits`"
+                "（`torch.where`）",
+            )
         )
 
 
@@ -151,10 +178,19 @@ def test_each_log_prob_is_the_logit_minus_the_logsumexp(expect):
         for t in range(2, T - 2):  # columns whose token t + 1 is a response token, shifted or not
             value = got[b, t].item()
             if not abs(value - want[b].item()) <= 1e-5 * abs(want[b].item()) + 1e-5:
-                far = " (200 nats below the best: log(softmax) gives log(0) = -inf there)" if b < 2 else ""
+                far = say(
+                    " (200 nats below the best: log(softmax) gives log(0) = -inf there)",
+                    "（比最大值低 200：`log(softmax)` 在那里得到 log(0) = -inf）",
+                )
+                far = far if b < 2 else ""
+                target, wanted = targets[b].item(), want[b].item()
                 raise AssertionError(
-                    f"row {b} column {t}: the log-prob of id {targets[b].item()} is {value:.6g}, expected "
-                    f"z_y - logsumexp(z) = {want[b].item():.6g}{far}"
+                    say(
+                        f"row {b} column {t}: the log-prob of id {target} is {value:.6g}, expected "
+                        f"z_y - logsumexp(z) = {wanted:.6g}{far}",
+                        f"第 {b} 行第 {t} 列：id {target} 的对数概率为 {value:.6g}，"
+                        f"应为 z_y - logsumexp(z) = {wanted:.6g}{far}",
+                    )
                 )
 
 
@@ -170,9 +206,14 @@ def test_masked_columns_are_exactly_zero(expect):
     nonzero = (got != 0) & outside
     if bool(nonzero.any()):
         b, t = nonzero.nonzero()[0].tolist()
+        value = got[b, t].item()
         raise AssertionError(
-            f"column {t} of row {b} scores a token outside the response but holds {got[b, t].item():.6g}; "
-            "it must be exactly 0.0 (masked_fill(~mask, 0.0) after the gather)"
+            say(
+                f"column {t} of row {b} scores a token outside the response but holds {value:.6g}; "
+                "it must be exactly 0.0 (masked_fill(~mask, 0.0) after the gather)",
+                f"第 {b} 行第 {t} 列给回答之外的 token 打分，却是 {value:.6g}；"
+                "它必须恰好为 0.0（`gather` 之后用 `masked_fill(~mask, 0.0)`）",
+            )
         )
 
 
@@ -214,16 +255,24 @@ def test_entropy_of_uniform_and_one_hot_logits(expect):
     got = expect.shaped_like_reference("token_entropy", uniform)
     if not all(abs(value - math.log(8)) <= 1e-6 for value in got.tolist()):
         raise AssertionError(
-            f"token_entropy of uniform logits over V = 8 is {got.tolist()}, expected log 8 = {math.log(8):.6f}: "
-            "H = -sum_v p_v log p_v, summed (not averaged) over the vocabulary, and >= 0"
+            say(
+                f"token_entropy of uniform logits over V = 8 is {got.tolist()}, expected log 8 = {math.log(8):.6f}: "
+                "H = -sum_v p_v log p_v, summed (not averaged) over the vocabulary, and >= 0",
+                f"V = 8 的均匀 `logits` 的 token_entropy 为 {got.tolist()}，应为 log 8 = {math.log(8):.6f}："
+                "`H = -sum_v p_v log p_v`，对词表求和（不是求平均），且 >= 0",
+            )
         )
     peaked = torch.full((2, 8), -300.0)
     peaked[:, 3] = 0.0
     got = expect.call("token_entropy", peaked)
     if not all(abs(value) <= 1e-6 for value in got.tolist()):
         raise AssertionError(
-            f"token_entropy of logits with one entry 300 above the rest is {got.tolist()}, expected 0: "
-            "softmax underflows to 0 there and log(0) * 0 is NaN; take log p from log_softmax"
+            say(
+                f"token_entropy of logits with one entry 300 above the rest is {got.tolist()}, expected 0: "
+                "softmax underflows to 0 there and log(0) * 0 is NaN; take log p from log_softmax",
+                f"有一个值比其余高 300 的 `logits` 的 token_entropy 为 {got.tolist()}，应为 0："
+                "那里的 `softmax` 下溢为 0，而 log(0) * 0 是 NaN；应从 `log_softmax` 取 log p",
+            )
         )
 
 
@@ -265,21 +314,21 @@ def test_rejects_inputs_outside_the_contract(expect):
     too_big[1, 2] = V
     negative[2, 3] = -1
     bad = [
-        ("2-D logits", (logits[0], ids, mask)),
-        ("integer logits", (logits.long(), ids, mask)),
-        ("a single position (T = 1)", (logits[:, :1], ids[:, :1], mask[:, :1])),
-        ("float input_ids", (logits, ids.float(), mask)),
-        ("input_ids of another shape", (logits, ids[:, :-1], mask)),
-        ("an id equal to V", (logits, too_big, mask)),
-        ("a negative id", (logits, negative, mask)),
-        ("a float mask", (logits, ids, mask.float())),
-        ("a mask of another shape", (logits, ids, mask[:-1])),
-        ("a response token at position 0", (logits, ids, first_token)),
+        (say("2-D logits", "`logits` 是二维的"), (logits[0], ids, mask)),
+        (say("integer logits", "`logits` 是整数型"), (logits.long(), ids, mask)),
+        (say("a single position (T = 1)", "只有一个位置（T = 1）"), (logits[:, :1], ids[:, :1], mask[:, :1])),
+        (say("float input_ids", "`input_ids` 是浮点型"), (logits, ids.float(), mask)),
+        (say("input_ids of another shape", "`input_ids` 的形状不同"), (logits, ids[:, :-1], mask)),
+        (say("an id equal to V", "有 id 等于 V"), (logits, too_big, mask)),
+        (say("a negative id", "有负的 id"), (logits, negative, mask)),
+        (say("a float mask", "掩码是浮点型"), (logits, ids, mask.float())),
+        (say("a mask of another shape", "掩码的形状不同"), (logits, ids, mask[:-1])),
+        (say("a response token at position 0", "位置 0 上是回答 token"), (logits, ids, first_token)),
     ]
     for why, args in bad:
         expect.raises_value_error(why, "response_log_probs", *args)
     with_nan = logits.clone()
     with_nan[0, 0, 0] = float("nan")
-    expect.raises_value_error("integer logits", "token_entropy", logits.long())
-    expect.raises_value_error("a NaN logit", "token_entropy", with_nan)
-    expect.raises_value_error("a 0-d tensor", "token_entropy", torch.tensor(1.0))
+    expect.raises_value_error(say("integer logits", "`logits` 是整数型"), "token_entropy", logits.long())
+    expect.raises_value_error(say("a NaN logit", "`logits` 中有 NaN"), "token_entropy", with_nan)
+    expect.raises_value_error(say("a 0-d tensor", "0 维张量"), "token_entropy", torch.tensor(1.0))
