@@ -197,7 +197,7 @@ def test_sft_loss_falls_as_response_log_probs_rise(expect):
             say(
                 f"sft_loss = {loss:.4g} on log-probs < 0: the loss is the negative log-likelihood, "
                 "-(mean log-prob), which is > 0 and falls as the model learns the response",
-                f"对数概率 < 0 时 sft_loss = {loss:.4g}：损失是负对数似然，即 -(对数概率的均值)，"
+                f"对数概率 < 0 时 sft_loss = {loss:.4g}：损失是负对数似然，即对数概率的均值取负，"
                 "它 > 0，并随着模型学会回答而下降",
             )
         )
