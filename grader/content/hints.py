@@ -7,6 +7,7 @@ from rich.text import Text
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import Kata, localized
 from grader.content.i18n import phrase
+from grader.report.styles import Prose, Trimmed
 
 
 def pick_todo(kata: Kata, record: dict) -> int:
@@ -25,13 +26,13 @@ def next_hint(kata: Kata, workspace: Workspace, todo_number: int | None, lang: s
     shown = min(shown_before + 1, len(hints))
     workspace.update(kata.slug, hints=record.get("hints", {}) | {str(number): shown})
     parts: list[RenderableType] = [
-        Text.assemble((f"TODO {number}  ", "todo"), (localized(todo.title, lang), "title")),
+        Prose(Text.assemble((f"TODO {number}  ", "todo"), (localized(todo.title, lang), "title"))),
         Text(),
     ]
     for index, text in enumerate(hints[:shown], start=1):
         style = "hint" if index == shown else "muted"
-        parts.append(Text(f"{phrase(lang, 'hint_of', i=index, n=len(hints))}:", style=style))
-        parts.append(Padding(Text(text, style=style), (0, 0, 1, 2)))
+        parts.append(Text(phrase(lang, "hint_of", i=index, n=len(hints)) + phrase(lang, "colon").rstrip(), style=style))
+        parts.append(Padding(Prose(text, style), (0, 0, 1, 2), expand=False))
     closing = "hint_last" if shown == len(hints) else "hint_more"
-    parts.append(Text(phrase(lang, closing, slug=kata.slug), style="muted"))
-    return Group(*parts)
+    parts.append(Prose(phrase(lang, closing, slug=kata.slug), "muted"))
+    return Trimmed(Group(*parts))

@@ -79,8 +79,10 @@ def _todo_section(
     label = f"TODO {todo}" if isinstance(todo, int) else phrase(lang, todo)
     title = localized(kata.todo(todo).title, lang) if isinstance(todo, int) else ""
     status = "passed" if passed == len(checks) else "failed"
-    header = Text.assemble(
-        (f"{SYMBOL[status]} ", status), (f"{label}  ", "todo"), (f"{passed}/{len(checks)}  ", status), (title, "")
+    header = Prose(
+        Text.assemble(
+            (f"{SYMBOL[status]} ", status), (f"{label}  ", "todo"), (f"{passed}/{len(checks)}  ", status), (title, "")
+        )
     )
     failing = [check for check in checks if check.status != "passed"]
     blocking = {check.unwritten for check in failing}
@@ -128,8 +130,10 @@ def _failed_title(
     check = cases[0]
     named = check.misconception and check.misconception != diagnosis
     tag = f"  ⚑ {localized(kata.misconception(check.misconception).title, lang)}" if named else ""
-    line = Text.assemble(
-        (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (tag, "misconception")
+    line = Prose(
+        Text.assemble(
+            (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (tag, "misconception")
+        )
     )
     many = len(cases) > 1 or another_shown
     count = phrase(lang, "more_cases" if another_shown else "cases", n=len(cases)) if many else ""
@@ -142,8 +146,10 @@ def _failed_title(
 def _failed_check(check: CheckResult, kata: Kata, lang: str) -> RenderableType:
     source = f"  ({phrase(lang, 'from_trl')})" if check.expected_from == "trl" else ""
     parts: list[RenderableType] = [
-        Text.assemble(
-            (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (source, "muted")
+        Prose(
+            Text.assemble(
+                (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (source, "muted")
+            )
         ),
         _pad(Prose(_clip(check.message, MESSAGE_LINES, lang), "code"), (0, 0, 0, 2)),
     ]
