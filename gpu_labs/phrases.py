@@ -12,10 +12,8 @@ curves in the summary (they are the evidence's field names), config field names,
 messages of exceptions a run raises (recorded as they were raised).
 """
 
-from contextlib import contextmanager
-
 from grader.content.i18n import message_language as language
-from grader.content.i18n import say, set_message_language
+from grader.content.i18n import say, speaking
 
 __all__ = ["language", "listing", "phrase", "say", "speaking", "text"]
 
@@ -207,18 +205,6 @@ def text(key: str, **values) -> str:
 def listing(names) -> str:
     """Names (fields, modes, decisions) in the command's language: `a, b` in English, `` `a`、`b` `` under zh."""
     return "、".join(f"`{name}`" for name in names) if language() == "zh" else ", ".join(names)
-
-
-@contextmanager
-def speaking(lang: str):
-    """`with speaking("zh"):` makes `text` and `say` (grader.content.i18n's message language) Chinese
-    until the block ends (then the previous language)."""
-    previous = language()
-    set_message_language(lang)
-    try:
-        yield
-    finally:
-        set_message_language(previous)
 
 
 def lab_title(name: str, title: str, lesson: str, lang: str) -> tuple[str, str]:

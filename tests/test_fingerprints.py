@@ -3,6 +3,7 @@
 import json
 
 from grader.content.catalogue import get_kata
+from grader.content.i18n import message_language
 from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint
 from grader.run.grading import fingerprints_folder, run_checks
 
@@ -84,3 +85,4 @@ def test_a_mistake_is_named_alike_in_either_language_from_fingerprints_of_its_ow
     messages = {check.message for check in english.checks} ^ {check.message for check in chinese.checks}
     assert messages, "the two runs wrote the same messages: the Chinese one is not Chinese"
     assert len(list(fingerprints_folder().glob(f"{KATA.slug}-*.json"))) == 2
+    assert message_language() == "en"  # the run left the process's own language as it was

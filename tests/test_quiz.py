@@ -18,7 +18,7 @@ from rich.console import Console
 
 from grader.content import quiz, render
 from grader.content.catalogue import get_kata
-from grader.content.i18n import set_message_language
+from grader.content.i18n import speaking
 
 SLUG = "concepts"
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -314,9 +314,8 @@ def test_every_message_of_the_concepts_checks_reads_in_chinese():
 
     contract = checks.test_answers_are_known_keys_with_valid_values
     others = [{"bt_probabilty": 0.9}, {"zzz": 1}, {"k3_value": "0.1"}, {"bt_shift": "z"}, {"k3_value": math.inf}]
-    try:
-        for lang in ("en", "zh"):
-            set_message_language(lang)
+    for lang in ("en", "zh"):
+        with speaking(lang):
             for question in QUESTIONS:
                 answer = a_wrong_answer(question)
                 answer = answer if question.kind == "choice" else float(answer)
@@ -324,11 +323,9 @@ def test_every_message_of_the_concepts_checks_reads_in_chinese():
                 assert message == quiz.wrong_answer(question, answer, lang)
             messages = [failure_of(contract, Answers(answers)) for answers in others]
             messages.append(failure_of(contract, Answers([])))
-            for message in messages:
-                english = any(words in message for words in ENGLISH)
-                assert (CJK.search(message) and not english) if lang == "zh" else english, message
-    finally:
-        set_message_language("en")
+        for message in messages:
+            english = any(words in message for words in ENGLISH)
+            assert (CJK.search(message) and not english) if lang == "zh" else english, message
 
 
 def test_check_in_chinese_explains_a_wrong_answer_in_chinese(kata_main, tmp_path):

@@ -12,7 +12,7 @@ from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option
 from grader.cli.workspace import Workspace, WorkspaceRefusal
 from grader.content import catalogue, render
 from grader.content.catalogue import Kata
-from grader.content.i18n import phrase, pick_language, set_message_language
+from grader.content.i18n import phrase, pick_language, speaking
 from grader.oracles.against import ORACLES, TRL_VERSION
 from grader.report.console import console, errors
 
@@ -97,10 +97,10 @@ def check(
     from grader.run.grading import GradingError, run_checks
 
     lang = pick_language(lang)
-    set_message_language(lang)  # what grader.oracles and grader.run say below comes in it too
     if against:
         try:
-            require(against, kata.slug)
+            with speaking(lang):
+                require(against, kata.slug)
         except AgainstError as error:
             if error.status == 2:
                 raise click.UsageError(str(error)) from None

@@ -16,6 +16,7 @@ with the variants' in the language it was written in.
 """
 
 import os
+from contextlib import contextmanager
 
 PHRASES = {
     "en": {
@@ -114,6 +115,18 @@ def set_message_language(lang: str) -> None:
     it starts (the warm process and its contestants: their refusals, grader.run.wire)."""
     _MESSAGE_LANGUAGE[0] = lang if lang in PHRASES else "en"
     os.environ[MESSAGE_VARIABLE] = _MESSAGE_LANGUAGE[0]
+
+
+@contextmanager
+def speaking(lang: str):
+    """`with speaking("zh"):` writes messages (`say`) in `lang` until the block ends, then in the
+    language before it (a command, or a grading run, leaves the process as it found it)."""
+    previous = message_language()
+    set_message_language(lang)
+    try:
+        yield
+    finally:
+        set_message_language(previous)
 
 
 def message_language() -> str:

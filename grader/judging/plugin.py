@@ -23,7 +23,7 @@ import pytest
 from grader import DEFAULT_TIMEOUT
 from grader.classroom.names import json_text
 from grader.content.catalogue import UnknownKata, get_kata
-from grader.content.i18n import PHRASES, set_message_language
+from grader.content.i18n import PHRASES, message_language, set_message_language
 from grader.files import atomic_write
 from grader.judging.targets import BUILTIN_TARGETS, TargetError, warm_imports
 from grader.oracles.against import TRL_VERSION, AgainstError, TrlUnavailable, require
@@ -31,6 +31,7 @@ from grader.run import sandbox, warm
 from grader.run.limits import Limits
 
 SESSION = pytest.StashKey[object]()  # the grader.judging.session.KataSession (imported late: it imports torch)
+LANGUAGE = pytest.StashKey[str]()  # the message language before this run
 
 HELP_KATA = "grade against the checks of kata SLUG (enables this plugin)"
 HELP_FILE = "the file to grade"
@@ -82,6 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from grader.judging import session
 
+    config.stash[LANGUAGE] = message_language()  # restored at the end (an in-process run leaves it as it was)
     set_message_language(config.getoption("kata_lang"))
     try:
         limits = Limits(config.getoption("kata_memory"), config.getoption("kata_processes"))
@@ -123,10 +125,12 @@ def _target(config: pytest.Config) -> str | Path:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """End the warm contestant process."""
+    """End the warm contestant process; give the process back its message language."""
     kata_session = config.stash.get(SESSION, None)
     if kata_session:
         kata_session.close()
+    if LANGUAGE in config.stash:
+        set_message_language(config.stash[LANGUAGE])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from grader import DEFAULT_TIMEOUT, run_limit
 from grader.content.catalogue import Kata
-from grader.content.i18n import say, set_message_language
+from grader.content.i18n import say, speaking
 from grader.judging.targets import warm_imports
 from grader.report.results import GradeResult
 from grader.run import sandbox, warm
@@ -92,8 +92,9 @@ def run_checks(
     """Run every check of `kata` against `target` (a file's Path, or "reference", "template" or
     "misconception:ID") in a judge process, the target's code in contestants with `timeout`
     seconds per check; with `against="trl"`, TRL's code gives the expected values where it has
-    the function. The checks' messages are in `lang`."""
-    with tempfile.TemporaryDirectory(prefix="kata-") as scratch:
+    the function. The checks' messages are in `lang` (so are the warm process's refusals: it
+    inherits the language when it starts)."""
+    with speaking(lang), tempfile.TemporaryDirectory(prefix="kata-") as scratch:
         report, log = Path(scratch) / "result.json", Path(scratch) / "pytest.log"
         arguments = pytest_arguments(
             kata, target, timeout, report, against=against, fingerprints=fingerprints_folder(), lang=lang
@@ -101,7 +102,6 @@ def run_checks(
         drop = Path(scratch) / "drop" if sandbox.choose("auto") else None
         if drop is not None:
             drop.mkdir()
-        set_message_language(lang)  # the warm process's contestants word their refusals in it
         process, control = warm.start(warm_imports(kata), drop)  # first: it imports torch as the judge does
         arguments += ["--kata-warm-fd", str(control.fileno())] + (["--kata-drop", str(drop)] if drop else [])
         try:
