@@ -14,16 +14,9 @@ import click
 
 from gpu_labs import LABS, RUN_MODES
 from gpu_labs.phrases import lab_title, phrase, speaking
+from grader.content.i18n import command_language
 
 LANG_HELP = "Language: en or zh (default: `kata --lang`, KATA_LANG, then the locale, then English)."
-
-
-def command_language(ctx: click.Context) -> str:
-    """'en' or 'zh': the command's --lang, else `kata --lang`, else KATA_LANG or the locale."""
-    from grader.content.i18n import pick_language
-
-    chosen = [ctx.params.get("lang"), ctx.find_root().params.get("lang")]  # click may hold a sentinel
-    return pick_language(next((value for value in chosen if isinstance(value, str)), None))
 
 
 def lang_option(command):

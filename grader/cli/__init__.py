@@ -15,8 +15,8 @@ import click
 
 from gpu_labs.cli import lab
 from grader.cli import drill, grade, gradescope, learner
-from grader.cli.options import LANG_HELP, LANGUAGES, context_language
-from grader.content.i18n import phrase, pick_language
+from grader.cli.options import LANG_HELP, LANGUAGES
+from grader.content.i18n import command_language, phrase, pick_language
 from grader.report.console import errors
 
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except click.UsageError as error:
         command = error.ctx.command_path if error.ctx else "kata"
-        lang = context_language(error.ctx) if error.ctx else pick_language()
+        lang = command_language(error.ctx) if error.ctx else pick_language()
         message = error.format_message()
         if isinstance(error, click.BadParameter) and lang != "en":  # our message in click's frame, in zh
             hint = error.param_hint or (error.param.get_error_hint(error.ctx) if error.param else None)

@@ -10,7 +10,7 @@ from grader import DEFAULT_TIMEOUT
 from grader.cli.workspace import DEFAULT_DIR, Workspace
 from grader.content import catalogue
 from grader.content.catalogue import Kata
-from grader.content.i18n import phrase, pick_language
+from grader.content.i18n import command_language, phrase
 from grader.report.console import errors
 from grader.report.results import SCORINGS
 
@@ -26,7 +26,7 @@ class KataSlug(click.ParamType):
         try:
             return catalogue.get_kata(value)
         except catalogue.UnknownKata as error:
-            self.fail(catalogue.unknown_kata(value, context_language(ctx)) if ctx else str(error), param, ctx)
+            self.fail(catalogue.unknown_kata(value, command_language(ctx)) if ctx else str(error), param, ctx)
 
     def shell_complete(self, ctx, param, incomplete):
         from click.shell_completion import CompletionItem
@@ -51,13 +51,6 @@ def workspace_option(command):
 
 LANGUAGES = click.Choice(["en", "zh"])
 LANG_HELP = "Language: en or zh (default: KATA_LANG, then the locale, then English)."
-
-
-def context_language(ctx: click.Context) -> str:
-    """The language of the command being parsed: its --lang (eager, so known before its
-    arguments), the group's, else KATA_LANG or the locale."""
-    chosen = [ctx.params.get("lang"), ctx.find_root().params.get("lang")]
-    return pick_language(next((value for value in chosen if isinstance(value, str)), None))  # not click's UNSET
 
 
 def _or_the_group_lang(ctx: click.Context, param, value: str | None) -> str | None:

@@ -150,6 +150,13 @@ def pick_language(explicit: str | None = None) -> str:
     return "en"
 
 
+def command_language(ctx) -> str:
+    """The language of the click command being parsed (`ctx`): its --lang (eager, so known before
+    its arguments), else `kata --lang`, else KATA_LANG or the locale."""
+    chosen = [ctx.params.get("lang"), ctx.find_root().params.get("lang")]
+    return pick_language(next((value for value in chosen if isinstance(value, str)), None))  # not click's UNSET
+
+
 def phrase(lang: str, key: str, **values) -> str:
     """The phrase `key` (the report's, or a command's: grader.content.interface) in `lang` (English
     when `lang` is unknown), filled with `values`."""
