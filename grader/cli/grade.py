@@ -104,7 +104,7 @@ def grade(
             phrase(lang, "grade_no_students", path=display_name(str(submissions))), style="warning", markup=False
         )
         return 1
-    from grader.report.styles import progress_bar
+    from grader.report.styles import Prose, Trimmed, progress_bar
 
     if no_sandbox:
         console.print(phrase(lang, "grade_unsandboxed"), style="warning")
@@ -118,9 +118,9 @@ def grade(
         display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback", "report.html")
     )
     console.print(
-        phrase(lang, "grade_wrote", graded=run.graded, reused=run.reused, wrote=wrote), style="muted", markup=False
+        Trimmed(Prose(phrase(lang, "grade_wrote", graded=run.graded, reused=run.reused, wrote=wrote), "muted"))
     )
-    console.print(gradesheet.build_summary(sheet, lang))
+    console.print(Trimmed(gradesheet.build_summary(sheet, lang)))  # no padded lines when piped
     return 0
 
 
