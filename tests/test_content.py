@@ -8,6 +8,7 @@ import difflib
 import io
 import os
 import re
+import tokenize
 import tomllib
 from dataclasses import replace
 
@@ -161,11 +162,32 @@ def test_chinese_exercise_has_every_docstring_in_chinese_and_the_same_code(kata)
             documented.update(f"{node.name}.{child.name}" for child in methods)
     path = kata.folder / "docstrings.zh.toml"
     texts = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    comments = texts.pop("comments", {})
     assert set(texts) == documented, f"missing {documented - set(texts)}, unknown {set(texts) - documented}"
-    assert all(CJK.search(text) for text in texts.values())
+    assert all(CJK.search(text) for text in [*texts.values(), *comments.values()])
     chinese, english = kata.template("zh"), kata.template("en")
     assert _without_docstrings(chinese) == _without_docstrings(english)
+    english_comments = [
+        text for text in _comments(chinese) if not CJK.search(text) and re.search(r"[a-z]{2,} [a-z]{2,}", text)
+    ]
+    assert not english_comments, f"comments the exercise keeps in English: {english_comments}"
     assert all(ast.get_docstring(node) is None or CJK.search(ast.get_docstring(node)) for node in _documented(chinese))
+
+
+def _comments(source: str) -> list[str]:
+    """The comments of a source outside its TODO markers and guidance (the exercise's header too)."""
+    lines = source.splitlines()
+    inside = {row for region in render.find_regions(source) for row in range(region.start, region.end + 1)}
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return (
+        [
+            token.string
+            for token in tokens
+            if token.type == tokenize.COMMENT and token.start[0] - 1 not in inside and token.start[0] > 4
+        ]
+        if lines
+        else []
+    )
 
 
 def _documented(source: str) -> list:

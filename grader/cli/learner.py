@@ -165,7 +165,7 @@ def solution(kata: Kata, force: bool, workspace_dir: Path, lang: str | None) -> 
     if not force and status != "passed":
         errors.print(phrase(lang, "not_passed", slug=kata.slug), style="warning")
         return 1
-    text = render.translate_docstrings(kata.solution(), kata.docstrings(lang))  # the exercise's docstrings
+    text = render.translate(kata.solution(), kata.docstrings(lang))  # the exercise's docstrings and comments
     if console.is_terminal:
         from rich.syntax import Syntax
 

@@ -137,20 +137,22 @@ class Kata:
             phrase(lang, "template_stuck", slug=self.slug),
             "",
         ]
-        return render.template_source(
-            render.translate_docstrings(self.solution(), self.docstrings(lang)), steps, header, filled
-        )
+        return render.template_source(render.translate(self.solution(), self.docstrings(lang)), steps, header, filled)
 
-    def docstrings(self, lang: str) -> dict[str, str]:
-        """The docstrings of the reference in `lang` ({} in English): katas/SLUG/docstrings.LANG.toml,
-        over those of the katas it includes (their functions are in its reference too)."""
+    def docstrings(self, lang: str) -> dict:
+        """The reference's docstrings in `lang` (and, under "comments", its comments): {} in English;
+        katas/SLUG/docstrings.LANG.toml over those of the katas it includes (their code is in its
+        reference too)."""
         if lang == "en":
             return {}
-        texts: dict[str, str] = {}
+        texts: dict = {"comments": {}}
         for kata in self.includes:
-            texts |= {key: value for key, value in kata.docstrings(lang).items() if key != "module"}
+            included = kata.docstrings(lang)
+            texts |= {key: value for key, value in included.items() if key not in ("module", "comments")}
+            texts["comments"] |= included.get("comments", {})
         path = self.folder / f"docstrings.{lang}.toml"
-        return texts | (_read_toml(path) if path.exists() else {})
+        own = _read_toml(path) if path.exists() else {}
+        return texts | own | {"comments": texts["comments"] | own.get("comments", {})}
 
     def variant(self, misconception_id: str) -> str:
         item = self.misconception(misconception_id)

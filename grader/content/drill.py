@@ -231,7 +231,7 @@ class Drill:
         from grader.content.catalogue import get_kata
 
         placeholders = [(p.start, p.end, f"__{number}__") for number, p in enumerate(self.blanks, start=1)]
-        docstrings = render.docstring_spans(self.source, get_kata(self.slug).docstrings(lang))
+        docstrings = render.translated_spans(self.source, get_kata(self.slug).docstrings(lang))
         out, cursor = [], 0
         for start, end, text in sorted(placeholders + docstrings):
             out += [self.source[cursor:start], text]

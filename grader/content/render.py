@@ -177,11 +177,14 @@ def transplant(learner: str, solution: str, numbers: set[int]) -> str:
     return "\n".join(out) + "\n"
 
 
-def docstring_spans(source: str, docstrings: dict[str, str]) -> list[tuple[int, int, str]]:
-    """(start, end, new text) character spans of `source` that hold the docstrings `docstrings`
-    replaces: key "module" for the module's, a function's or class's name for its own,
-    "Class.method" for a method's. Whole lines, in order; names not in `docstrings` keep theirs."""
+def translated_spans(source: str, texts: dict) -> list[tuple[int, int, str]]:
+    """(start, end, new text) character spans of `source` that `texts` translates, in order:
+    docstrings (whole lines) by key: "module" for the module's, a function's or class's name for
+    its own, "Class.method" for a method's; and comments by their text, in the table "comments"
+    ({"a NaN anywhere makes both NaN": "…"}). What `texts` does not name keeps its own."""
     import ast
+    import io
+    import tokenize
 
     found: list[tuple[ast.stmt, str]] = []  # (the docstring's statement, its new text)
 
@@ -189,14 +192,14 @@ def docstring_spans(source: str, docstrings: dict[str, str]) -> list[tuple[int, 
         for node in body:
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 name = f"{prefix}{node.name}"
-                if name in docstrings and ast.get_docstring(node) is not None:
-                    found.append((node.body[0], docstrings[name]))
+                if name in texts and ast.get_docstring(node) is not None:
+                    found.append((node.body[0], texts[name]))
                 if isinstance(node, ast.ClassDef):
                     visit(node.body, f"{name}.")
 
     tree = ast.parse(source)
-    if "module" in docstrings and ast.get_docstring(tree) is not None:
-        found.append((tree.body[0], docstrings["module"]))
+    if "module" in texts and ast.get_docstring(tree) is not None:
+        found.append((tree.body[0], texts["module"]))
     visit(tree.body, "")
     starts = [0]
     for line in source.splitlines(keepends=True):
@@ -209,13 +212,19 @@ def docstring_spans(source: str, docstrings: dict[str, str]) -> list[tuple[int, 
         new = "\n".join(f"{pad}{line}".rstrip() for line in lines)
         end = starts[statement.end_lineno] - 1 if source[starts[statement.end_lineno] - 1] == "\n" else len(source)
         spans.append((starts[statement.lineno - 1], end, new))
+    comments = texts.get("comments", {})
+    for token in tokenize.generate_tokens(io.StringIO(source).readline) if comments else ():
+        said = token.string.removeprefix("#").strip()
+        if token.type == tokenize.COMMENT and said in comments:
+            (row, column), (end_row, end_column) = token.start, token.end
+            spans.append((starts[row - 1] + column, starts[end_row - 1] + end_column, f"# {comments[said]}"))
     return sorted(spans)
 
 
-def translate_docstrings(source: str, docstrings: dict[str, str]) -> str:
-    """`source` with the docstrings `docstrings` gives (see docstring_spans) in place of its own."""
+def translate(source: str, texts: dict) -> str:
+    """`source` with the docstrings and comments `texts` translates (see translated_spans)."""
     out, cursor = [], 0
-    for start, end, text in docstring_spans(source, docstrings):
+    for start, end, text in translated_spans(source, texts):
         out += [source[cursor:start], text]
         cursor = end
     return "".join(out + [source[cursor:]])
