@@ -168,7 +168,7 @@ def test_rloo_singleton_gets_zero(expect):
 def test_scale_none_only_centres_on_the_group_mean(expect):
     """scale="none" subtracts the group mean and divides by nothing
 
-    zh: scale="none" 只减去组均值，不做除法
+    zh: `scale="none"` 只减去组均值，不做除法
     """
     expect.matches_reference(GRPO, *random_groups(3), scale="none")
 
@@ -178,7 +178,7 @@ def test_scale_none_only_centres_on_the_group_mean(expect):
 def test_scale_group_uses_only_the_groups_own_rewards(expect, std):
     """Self-consistency: with scale="group" each group gives what it gives alone
 
-    zh: 自洽：scale="group" 时每组的结果与它单独计算时相同
+    zh: 自洽：`scale="group"` 时每组的结果与它单独计算时相同
     """
     rewards, ids = random_groups(4, sizes=(4, 3, 5, 2))
     together = expect.shaped_like_reference(GRPO, rewards, ids, std=std)
@@ -197,7 +197,7 @@ def test_scale_group_uses_only_the_groups_own_rewards(expect, std):
 def test_scale_batch_divides_by_the_spread_of_all_rewards(expect, std):
     """Self-consistency: "batch" centres on group means but divides everyone by the std of all rewards
 
-    zh: 自洽："batch" 以组均值中心化，但所有人都除以全部奖励的标准差
+    zh: 自洽：`"batch"` 以组均值中心化，但所有人都除以全部奖励的标准差
     """
     rewards, ids = random_groups(5)
     one_group = torch.zeros_like(ids)

@@ -35,7 +35,7 @@ def each_case(expect, name, cases):
 def test_extract_follows_the_priority_tag_then_hashes_then_last_number(expect):
     """Extracted answers vs the reference: the tag beats "#### N", which beats the last number
 
-    zh: 与参考答案比较提取结果：答案标签优先于 "#### N"，"#### N" 优先于最后一个数字
+    zh: 与参考答案比较提取结果：答案标签优先于 “#### N”，“#### N” 优先于最后一个数字
     """
     each_case(
         expect,
@@ -57,7 +57,7 @@ def test_extract_follows_the_priority_tag_then_hashes_then_last_number(expect):
 def test_extract_falls_back_to_the_last_number(expect):
     """Extracted answers vs the reference without a tag or "####": the last number, or None
 
-    zh: 没有标签也没有 "####" 时与参考答案比较提取结果：取最后一个数字，没有数字则为 None
+    zh: 没有标签也没有 “####” 时与参考答案比较提取结果：取最后一个数字，没有数字则为 None
     """
     each_case(
         expect,
@@ -84,7 +84,7 @@ def test_extract_falls_back_to_the_last_number(expect):
 def test_extract_reads_thousands_separators_signs_and_decimals(expect):
     """Extracted answers vs the reference: "1,234" is 1234.0, signs and decimals are kept
 
-    zh: 与参考答案比较提取结果："1,234" 读作 1234.0，负数和小数保留符号与小数部分
+    zh: 与参考答案比较提取结果：“1,234” 读作 1234.0，负数和小数保留符号与小数部分
     """
     each_case(
         expect,
