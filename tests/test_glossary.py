@@ -27,7 +27,7 @@ HAN = "\u3400-\u4dbf\u4e00-\u9fff"  # Chinese characters
 HALF_WIDTH = re.escape(GLOSSARY["punctuation"]["half_width"])
 CRAMPED = re.compile(f"[{HAN}][{HALF_WIDTH}]|[{HALF_WIDTH}][{HAN}]")
 CODE = re.compile(r"`[^`\n]*`")
-ASSIGNED = re.compile(r"^\s*[A-Za-z_]\w*\s+=\s")  # a guidance line's `name = ...`: the name is code
+ASSIGNED = re.compile(r"^\s*[A-Za-z_]\w*(\[[^\]]*\])?\s+=\s")  # a guidance line's `name = ` or `name["key"] = `
 FENCE = re.compile(r"^\s*(```|~~~)")
 FIELD = "\x00"  # what stands for an f-string field or a code span: no letter, no punctuation
 
@@ -112,7 +112,8 @@ VARIANTS = [
 
 
 def problems(text: str) -> list[str]:
-    """What is wrong with one Chinese text: replaced variants, cramped half-width punctuation, quotes."""
+    """What is wrong with one Chinese text: replaced variants, cramped half-width punctuation, quotes
+    (any ASCII " outside code: code goes in `...`, quotation in “…”)."""
     prose = ASSIGNED.sub(FIELD, CODE.sub(FIELD, text))
     found = []
     for allowed in (form for term in GLOSSARY["term"] for form in term.get("allowed", [])):
@@ -123,9 +124,8 @@ def problems(text: str) -> list[str]:
     for match in CRAMPED.finditer(prose):
         mark = re.sub(f"[{HAN}]", "", match.group())
         found.append(f"half-width “{mark}” next to Chinese in “…{match.group()}…”")
-    quoted = prose.split('"')[1::2]  # between the 1st and 2nd ", the 3rd and 4th ...
-    if any(re.search(f"[{HAN}]", inside) for inside in quoted):
-        found.append('ASCII "…" around Chinese: write “…”')
+    if '"' in prose:  # outside `...` and f-string fields: code goes in backticks, quotation in “…”
+        found.append('ASCII "…": use `…` for code, “…” for quotation')
     if "「" in prose or "」" in prose:
         found.append("「…」: write “…”")
     return found
@@ -171,6 +171,7 @@ def test_a_check_file_gives_its_zh_lines_and_say_messages(tmp_path, monkeypatch)
         ("把比率限制在(1 - eps)之内", "half-width “(”"),
         ('7/3 对 "2.33333" 不成立，而 "甲" 也不行', 'ASCII "…"'),
         ("叫做「优势」", "「…」"),
+        ('把 loss_type="bnpo" 换成 "dr_grpo"', 'ASCII "…"'),
     ],
 )
 def test_a_bad_text_is_caught(text, expected):
@@ -183,6 +184,8 @@ def test_a_bad_text_is_caught(text, expected):
         "把 `ratio` 限制在 [1 - clip_range, 1 + clip_range]（见 `torch.clamp`）",
         "填充（padding）位置的掩码为 0，之后的填充 token 不计入损失",
         '`rollout["max_length_hit_ratio"]` 与 “门槛” 比较：P(y_a 优于 y_b) = 0.88',
+        '把 `loss_type="bnpo"` 换成 `"dr_grpo"`，答案写成 “#### 42”',
+        'ANSWERS["k3_value"] = ...  # 数值：k3 的值',
     ],
 )
 def test_a_good_text_passes(text):
