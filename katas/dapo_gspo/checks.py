@@ -65,7 +65,7 @@ def assert_no_gradient(grads: dict, label: str, where: str) -> None:
 def test_dapo_old_log_probs_receive_no_gradient(expect):
     """dapo_loss: log_probs_new gets a gradient, the sampling policy's log_probs_old does not
 
-    zh: dapo_loss：log_probs_new 有梯度，采样策略的 log_probs_old 没有
+    zh: `dapo_loss`：`log_probs_new` 有梯度，采样策略的 `log_probs_old` 没有
     """
     new, old, advantages, mask = random_batch(0)
     _, grads = expect.gradients(DAPO, new, old, advantages, mask, wrt=("log_probs_new", "log_probs_old"))
@@ -83,7 +83,7 @@ def test_dapo_old_log_probs_receive_no_gradient(expect):
 def test_dapo_clip_is_higher_above_than_below(expect, ratio, sign, clipped):
     """dapo_loss on one token: flat past 1 - 0.2 below or 1 + 0.28 above, where A points; loss value
 
-    zh: dapo_loss 单个 token：沿优势方向越过下界 1 - 0.2 或上界 1 + 0.28 后是平的；并比较损失值
+    zh: `dapo_loss` 单个 token：沿优势方向越过下界 1 - 0.2 或上界 1 + 0.28 后是平的；并比较损失值
     """
     new = torch.log(torch.tensor([[ratio]]))
     args = (new, torch.zeros(1, 1), torch.tensor([sign]), torch.ones(1, 1, dtype=torch.bool))
@@ -115,7 +115,7 @@ def test_dapo_clip_is_higher_above_than_below(expect, ratio, sign, clipped):
 def test_dapo_every_valid_token_weighs_the_same(expect):
     """dapo_loss with ratios 1, advantages [-1, +1], lengths 3 and 1: the token mean 0.5, not 0
 
-    zh: dapo_loss 在比率全为 1、优势 [-1, +1]、长度 3 和 1 时：token 均值 0.5，而不是 0
+    zh: `dapo_loss` 在比率全为 1、优势 [-1, +1]、长度 3 和 1 时：token 均值 0.5，而不是 0
     """
     new = torch.full((2, 3), -1.0)
     mask = torch.tensor([[True, True, True], [True, False, False]])
@@ -131,7 +131,7 @@ def test_dapo_every_valid_token_weighs_the_same(expect):
 def test_dapo_masked_positions_change_nothing(expect):
     """Self-consistency: changing log-probs where the mask is False leaves your dapo_loss as it was
 
-    zh: 自洽：修改 mask 为 False 位置的对数概率，你的 dapo_loss 保持不变
+    zh: 自洽：修改掩码为 False 位置的对数概率，你的 `dapo_loss` 保持不变
     """
     new, old, advantages, mask = random_batch(1)
     before = expect.shaped_like_reference(DAPO, new, old, advantages, mask)
@@ -159,7 +159,7 @@ def test_dapo_masked_positions_change_nothing(expect):
 def test_dapo_matches_reference(expect, seed, low, high):
     """dapo_loss: loss and gradient vs the reference on random ragged batches
 
-    zh: dapo_loss：在随机不等长批次上与参考答案比较损失与梯度
+    zh: `dapo_loss`：在随机不等长批次上与参考答案比较损失与梯度
     """
     args = random_batch(seed)
     options = {"epsilon_low": low, "epsilon_high": high}
@@ -186,7 +186,7 @@ def assert_penalties(expect, lengths: list[int], want: list[float]) -> None:
 def test_penalty_is_zero_up_to_the_soft_zone(expect):
     """overlong_penalty values with L_max 20, L_cache 4: 0 for lengths 0, 5, 15, 16
 
-    zh: overlong_penalty 在 L_max 20、L_cache 4 时的值：长度 0、5、15、16 都为 0
+    zh: `overlong_penalty` 在 `L_max` 20、`L_cache` 4 时的值：长度 0、5、15、16 都为 0
     """
     assert_penalties(expect, [0, 5, 15, 16], [0.0, 0.0, 0.0, 0.0])
 
@@ -195,7 +195,7 @@ def test_penalty_is_zero_up_to_the_soft_zone(expect):
 def test_penalty_falls_linearly_to_minus_one_at_max_length(expect):
     """overlong_penalty values with L_max 20, L_cache 4: -0.25, -0.5, -0.75, -1 for 17..20
 
-    zh: overlong_penalty 在 L_max 20、L_cache 4 时的值：长度 17..20 依次为 -0.25、-0.5、-0.75、-1
+    zh: `overlong_penalty` 在 `L_max` 20、`L_cache` 4 时的值：长度 17..20 依次为 -0.25、-0.5、-0.75、-1
     """
     assert_penalties(expect, [17, 18, 19, 20], [-0.25, -0.5, -0.75, -1.0])
 
@@ -204,7 +204,7 @@ def test_penalty_falls_linearly_to_minus_one_at_max_length(expect):
 def test_penalty_is_minus_one_past_max_length(expect):
     """overlong_penalty values with L_max 20, L_cache 4: -1 for lengths 21, 25 and 60
 
-    zh: overlong_penalty 在 L_max 20、L_cache 4 时的值：长度 21、25、60 都为 -1
+    zh: `overlong_penalty` 在 `L_max` 20、`L_cache` 4 时的值：长度 21、25、60 都为 -1
     """
     assert_penalties(expect, [21, 25, 60], [-1.0, -1.0, -1.0])
 
@@ -213,7 +213,7 @@ def test_penalty_is_minus_one_past_max_length(expect):
 def test_penalty_matches_reference(expect):
     """overlong_penalty vs the reference on seeded lengths, for several soft zones
 
-    zh: overlong_penalty 在随机长度、多种软惩罚区上与参考答案比较
+    zh: `overlong_penalty` 在随机长度、多种软惩罚区上与参考答案比较
     """
     lengths = torch.randint(0, 80, (40,), generator=torch.Generator().manual_seed(4))
     for max_length, cache_length in [(64, 16), (50, 50), (30, 1)]:
@@ -227,7 +227,7 @@ def test_penalty_matches_reference(expect):
 def test_groups_whose_rewards_agree_are_dropped(expect):
     """dynamic_sampling_keep on shuffled groups: all-0, all-1 and singleton groups dropped, others kept
 
-    zh: dynamic_sampling_keep 在打乱的组上：全 0、全 1 与单元素组被丢弃，其余保留
+    zh: `dynamic_sampling_keep` 在打乱的组上：全 0、全 1 与单元素组被丢弃，其余保留
     """
     group_ids = torch.tensor([3, 0, 1, 2, 0, 3, 1, 4, 2, 3, 0, 1])
     rewards = torch.tensor([1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.5, 1.0, 0.0, 0.0, 1.0])
@@ -251,7 +251,7 @@ def test_groups_whose_rewards_agree_are_dropped(expect):
 def test_keep_matches_reference(expect, seed):
     """dynamic_sampling_keep vs the reference on seeded 0/1 rewards in shuffled groups of 3
 
-    zh: dynamic_sampling_keep 在打乱的三人组、随机 0/1 奖励上与参考答案比较
+    zh: `dynamic_sampling_keep` 在打乱的三人组、随机 0/1 奖励上与参考答案比较
     """
     generator = torch.Generator().manual_seed(seed)
     rewards = torch.randint(0, 2, (24,), generator=generator).double()
@@ -269,7 +269,7 @@ WIDE = {"epsilon_low": 0.5, "epsilon_high": 0.5}  # no ratio of these checks rea
 def test_gspo_old_log_probs_receive_no_gradient(expect):
     """gspo_loss: log_probs_new gets a gradient, the sampling policy's log_probs_old does not
 
-    zh: gspo_loss：log_probs_new 有梯度，采样策略的 log_probs_old 没有
+    zh: `gspo_loss`：`log_probs_new` 有梯度，采样策略的 `log_probs_old` 没有
     """
     new, old, advantages, mask = random_batch(7, spread=0.05)
     _, grads = expect.gradients(GSPO, new, old, advantages, mask, wrt=("log_probs_new", "log_probs_old"), **WIDE)
@@ -282,7 +282,7 @@ def test_gspo_old_log_probs_receive_no_gradient(expect):
 def test_gspo_ratio_is_a_mean_over_the_valid_tokens(expect):
     """gspo_loss value: every token's log-ratio is 0.1, lengths 1 and 4 of 5, A = 1: -exp(0.1)
 
-    zh: gspo_loss 的值：每个 token 的对数比率都是 0.1，长度为 5 中的 1 和 4，A = 1：-exp(0.1)
+    zh: `gspo_loss` 的值：每个 token 的对数比率都是 0.1，长度为 5 中的 1 和 4，A = 1：-exp(0.1)
     """
     old = torch.full((2, 5), -1.0)
     mask = torch.tensor([[True, False, False, False, False], [True, True, True, True, False]])
@@ -298,7 +298,7 @@ def test_gspo_ratio_is_a_mean_over_the_valid_tokens(expect):
 def test_gspo_tokens_of_a_response_share_one_ratio(expect):
     """gspo_loss gradient: equal on every valid token of a response, 0 on padding (inside the clip)
 
-    zh: gspo_loss 的梯度：同一回答的每个有效 token 相等，填充位置为 0（在裁剪区间内）
+    zh: `gspo_loss` 的梯度：同一回答的每个有效 token 相等，填充位置为 0（在裁剪区间内）
     """
     new, old, advantages, mask = random_batch(8, spread=0.1)
     _, grads = expect.gradients(GSPO, new, old, advantages, mask, wrt=("log_probs_new",), **WIDE)
@@ -330,7 +330,7 @@ def test_gspo_tokens_of_a_response_share_one_ratio(expect):
 def test_gspo_clips_the_sequence_ratio(expect, sign, clipped):
     """gspo_loss: token log-ratios [0.3, -0.1, 0.1] make s = exp(0.1) > 1 + 0.05: flat only if A > 0
 
-    zh: gspo_loss：token 对数比率 [0.3, -0.1, 0.1] 使 s = exp(0.1) > 1 + 0.05：仅当 A > 0 时是平的
+    zh: `gspo_loss`：token 对数比率 [0.3, -0.1, 0.1] 使 s = exp(0.1) > 1 + 0.05：仅当 A > 0 时是平的
     """
     new = torch.tensor([[0.3, -0.1, 0.1]]) - 1.0
     args = (new, torch.full((1, 3), -1.0), torch.tensor([sign]), torch.ones(1, 3, dtype=torch.bool))
@@ -364,7 +364,7 @@ def test_gspo_clips_the_sequence_ratio(expect, sign, clipped):
 def test_gspo_matches_reference(expect, seed, spread, options):
     """gspo_loss: loss and gradient vs the reference on random ragged batches
 
-    zh: gspo_loss：在随机不等长批次上与参考答案比较损失与梯度
+    zh: `gspo_loss`：在随机不等长批次上与参考答案比较损失与梯度
     """
     args = random_batch(seed, spread=spread, dtype=torch.float64)
     expect.matches_reference(GSPO, *args, **options)

@@ -184,7 +184,7 @@ BROKEN = {
 def test_each_broken_contract_names_its_check(expect, case):
     """One broken group is not admitted, and failed_checks names exactly why
 
-    zh: 一个损坏的轨迹组不被准入，failed_checks 准确指出原因
+    zh: 一个损坏的轨迹组不被准入，`failed_checks` 准确指出原因
     """
     expect.matches_reference(CONTRACT, _broken(case), "p1", "v1", 4)
 
@@ -193,7 +193,7 @@ def test_each_broken_contract_names_its_check(expect, case):
 def test_one_duplicated_trace_across_groups_fails_the_contract(expect):
     """A single trace id shared by two groups fails unique_traces (uniqueness is rollout-wide)
 
-    zh: 两个组共用同一个轨迹 id 即违反 unique_traces（唯一性针对整个 rollout）
+    zh: 两个组共用同一个轨迹 id 即违反 `unique_traces`（唯一性针对整个 rollout）
     """
     result = expect.call(CONTRACT, _broken("a duplicate across groups"), "p1", "v1", 4)
     if result.get("admitted") is not False or result.get("failed_checks") != ["unique_traces"]:
@@ -211,7 +211,7 @@ def test_one_duplicated_trace_across_groups_fails_the_contract(expect):
 def test_empty_rollout_is_not_admitted(expect):
     """An empty rollout is not admitted and names non_empty (all() of nothing is True)
 
-    zh: 空的 rollout 不被准入，并指出 non_empty（对空集合 all() 为 True）
+    zh: 空的 rollout 不被准入，并指出 `non_empty`（对空集合 `all()` 为 True）
     """
     result = expect.call(CONTRACT, [], "p1", "v1", 4)
     if result != {"admitted": False, "failed_checks": ["non_empty"]}:
@@ -403,7 +403,7 @@ def test_lesson_candidates_verdict(expect, case):
     Only eligible and failed_checks are compared: the evidence of these candidates passes its
     gates however it is counted.
 
-    zh: 在课文中合格、截断过多、显存超限的候选上与参考答案比较结论（eligible 与 failed_checks）
+    zh: 在课文中合格、截断过多、显存超限的候选上与参考答案比较结论（`eligible` 与 `failed_checks`）
     """
     fields_match_reference(expect, VERDICT_FIELDS, evidence(**LESSON_CANDIDATES[case]), lesson_gates())
 

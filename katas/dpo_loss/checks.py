@@ -131,7 +131,7 @@ def test_single_pair_loss_value_and_gradients_match_reference(expect, seed):
 def test_reference_log_probs_receive_no_gradient(expect):
     """The reference model is frozen: no gradient reaches its log-probs, even when they require grad
 
-    zh: 参考模型是冻结的：即使其对数概率 requires_grad，梯度也不会传到它们
+    zh: 参考模型是冻结的：即使其对数概率 `requires_grad`，梯度也不会传到它们
     """
     expect.gradients_match_reference(FN, *lesson_batch(), wrt=ARGS[2:])
 
@@ -303,7 +303,7 @@ def test_ipo_is_zero_at_its_target(expect):
 def test_implicit_rewards_match_reference(expect, beta):
     """Implicit rewards equal beta * (policy - reference) for chosen and rejected
 
-    zh: 隐式奖励等于 beta * (policy_logp - ref_logp)，chosen 与 rejected 各一份
+    zh: 隐式奖励等于 `beta * (policy_logp - ref_logp)`，chosen 与 rejected 各一份
     """
     expect.matches_reference(REWARDS, *random_pairs(9), beta=beta)
     expect.matches_reference(REWARDS, *lesson_batch())
@@ -313,7 +313,7 @@ def test_implicit_rewards_match_reference(expect, beta):
 def test_implicit_rewards_are_detached(expect):
     """The rewards are for logging: they carry no graph, even when the policy log-probs require grad
 
-    zh: 奖励只用于日志：即使策略对数概率 requires_grad，它们也不带计算图
+    zh: 奖励只用于日志：即使策略对数概率 `requires_grad`，它们也不带计算图
     """
     pc, pr, rc, rr = lesson_batch()
     rewards = expect.call(REWARDS, pc.requires_grad_(), pr.requires_grad_(), rc, rr)
@@ -333,7 +333,7 @@ def test_implicit_rewards_are_detached(expect):
 def test_reward_margin_is_beta_h(expect):
     """chosen_rewards - rejected_rewards is beta * h, the argument of the sigmoid loss
 
-    zh: chosen_rewards - rejected_rewards 等于 beta * h，即 sigmoid 损失的自变量
+    zh: `chosen_rewards - rejected_rewards` 等于 beta * h，即 sigmoid 损失的自变量
     """
     batch = random_pairs(11)
     chosen, rejected = expect.shaped_like_reference(REWARDS, *batch, beta=0.2)
@@ -352,7 +352,7 @@ def test_reward_margin_is_beta_h(expect):
 def test_rejects_inputs_outside_the_contract(expect):
     """Accepts valid input; rejects bad shapes, empty or non-finite log-probs, bad beta and loss_type
 
-    zh: 接受合法输入；对错误形状、空或非有限的对数概率、非法 beta 与 loss_type 抛出 ValueError
+    zh: 接受合法输入；对错误形状、空或非有限的对数概率、非法 beta 与 `loss_type` 抛出 ValueError
     """
     pc, pr, rc, rr = lesson_batch()
     expect.call(FN, pc, pr, rc, rr, beta=0.1, loss_type="ipo")  # a valid call does not raise

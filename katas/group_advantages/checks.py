@@ -88,7 +88,7 @@ def test_equal_rewards_give_zero_not_nan(expect):
 def test_eps_is_a_floor_not_an_addend(expect):
     """eps floors the std (max(std, eps)); it is not added to it
 
-    zh: eps 是标准差的下限（max(std, eps)），而不是加数
+    zh: eps 是标准差的下限（`max(std, eps)`），而不是加数
     """
     rewards = torch.tensor([0.0, 0.5, 0.0, 3e-7], dtype=torch.float64)
     group_ids = torch.tensor([0, 0, 1, 1])

@@ -104,7 +104,7 @@ def assert_no_gradient(grads: dict, label: str, where: str) -> None:
 def test_returned_advantages_are_the_group_advantages(expect):
     """compute_grpo_loss returns the group advantages it used: values vs the reference (singleton 0)
 
-    zh: compute_grpo_loss 返回它使用的组内优势：与参考答案比较数值（单元素组为 0）
+    zh: `compute_grpo_loss` 返回它使用的组内优势：与参考答案比较数值（单元素组为 0）
     """
     args, options = loss_args(square(lesson_batch()))
     expected = expect.reference_call(FN, *args, **options)
@@ -121,7 +121,7 @@ def test_returned_advantages_are_the_group_advantages(expect):
 def test_old_log_probs_receive_no_gradient(expect):
     """Which inputs get a gradient: log_probs_new does, the sampling policy's log_probs_old does not
 
-    zh: 哪些输入得到梯度：log_probs_new 有，采样策略的 log_probs_old 没有
+    zh: 哪些输入得到梯度：`log_probs_new` 有，采样策略的 `log_probs_old` 没有
     """
     args, options = loss_args(square_batch(0))
     _, grads = expect.gradients(FN, *args, wrt=("log_probs_new", "log_probs_old"), pick=LOSS, **options)
@@ -175,7 +175,7 @@ def _one_token_loss(expect, ratio: float, advantage_sign: float):
 def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, ratio, sign, clipped):
     """Past 1 +/- clip_range in the advantage's direction the loss is flat; elsewhere it has a gradient
 
-    zh: 沿优势方向越过 1 ± clip_range 后损失是平的；其他位置保留梯度
+    zh: 沿优势方向越过 1 ± `clip_range` 后损失是平的；其他位置保留梯度
     """
     loss, gradient = _one_token_loss(expect, ratio, sign)
     advantage = "+1" if sign > 0 else "-1"
@@ -225,7 +225,7 @@ def test_each_advantage_scales_its_own_candidates_tokens(expect):
 def test_reference_policy_receives_no_gradient(expect):
     """Which inputs get a gradient: the frozen reference policy's log_probs_ref does not
 
-    zh: 哪些输入得到梯度：冻结的参考策略的 log_probs_ref 没有
+    zh: 哪些输入得到梯度：冻结的参考策略的 `log_probs_ref` 没有
     """
     args, options = loss_args(lesson_batch(), beta=0.1)
     _, grads = expect.gradients(FN, *args, wrt=("log_probs_ref",), pick=LOSS, **options)
@@ -299,7 +299,7 @@ def test_candidates_weigh_equally_whatever_their_length(expect):
 def test_masked_positions_change_nothing(expect):
     """Self-consistency: changing log-probs where the mask is False leaves your loss as it was
 
-    zh: 自洽：修改 mask 为 False 位置的对数概率，你的损失保持不变
+    zh: 自洽：修改掩码为 False 位置的对数概率，你的损失保持不变
     """
     new, old, ref, rewards, group_ids, mask = square_batch(6)
     before = expect.shaped_like_reference(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.1)[LOSS]
@@ -323,7 +323,7 @@ def test_masked_positions_change_nothing(expect):
 def test_loss_types_agree_where_they_must(expect):
     """Self-consistency of loss_types: equal on a full mask; ragged, bnpo * valid == dr_grpo * B * T
 
-    zh: 各 loss_type 自洽：掩码全有效时相等；不等长时 bnpo * 有效数 == dr_grpo * B * T
+    zh: 各 `loss_type` 自洽：掩码全有效时相等；不等长时 `"bnpo"` 损失 * 有效数 == `"dr_grpo"` 损失 * B * T
     """
     new, old, ref, rewards, group_ids, mask = square_batch(10)
     kinds = ("grpo", "bnpo", "dr_grpo")
@@ -401,7 +401,7 @@ def test_loss_and_gradient_match_reference_with_kl(expect, seed):
 def test_loss_and_gradient_match_reference_on_ragged_masks(expect, seed):
     """Loss and gradient vs the reference on random ragged masks (no KL)
 
-    zh: 在随机的不等长 mask 上（无 KL），与参考答案比较损失与梯度
+    zh: 在随机的不等长掩码上（无 KL），与参考答案比较损失与梯度
     """
     args, options = loss_args(random_batch(seed, groups=4, size=3, length=9), clip_range=0.1)
     expect.matches_reference(FN, *args, **options)
@@ -413,7 +413,7 @@ def test_loss_and_gradient_match_reference_on_ragged_masks(expect, seed):
 def test_other_aggregations_match_reference(expect, loss_type):
     """bnpo and dr_grpo: loss and gradient vs the reference on ragged masks with KL
 
-    zh: bnpo 与 dr_grpo：在带 KL 的不等长 mask 上，与参考答案比较损失与梯度
+    zh: `"bnpo"` 与 `"dr_grpo"`：在带 KL 的不等长掩码上，与参考答案比较损失与梯度
     """
     args, options = loss_args(random_batch(10, groups=3, size=4, length=8), beta=0.05, loss_type=loss_type)
     expect.matches_reference(FN, *args, **options)

@@ -235,7 +235,7 @@ def test_k3_matches_reference(expect, seed):
 def test_k3_is_exactly_zero_where_the_policies_agree(expect):
     """Where ref_logp equals new_logp, k3 is exactly 0
 
-    zh: 当 ref_logp 等于 new_logp 时，k3 恰好为 0
+    zh: 当 `ref_logp` 等于 `new_logp` 时，k3 恰好为 0
     """
     new, _ = random_log_probs(11)
     values = expect.shaped_like_reference("k3_kl", new, new.clone())

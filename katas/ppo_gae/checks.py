@@ -193,7 +193,7 @@ def test_nothing_crosses_a_done(expect):
 def test_returns_are_advantages_plus_values(expect):
     """returns - advantages equals the values: R_t = A_t + V_t
 
-    zh: returns - advantages 等于 values：R_t = A_t + V_t
+    zh: `returns - advantages` 等于 `values`：R_t = A_t + V_t
     """
     rewards, values, dones = rollout(3)
     advantages, returns = expect.shaped_like_reference("gae_advantages", rewards, values, dones)
@@ -225,7 +225,7 @@ def test_whiten_matches_reference(expect, shift_mean):
 def test_whitened_values_have_mean_zero_and_unbiased_std_one(expect):
     """Over the mask the result has mean 0 and unbiased (n - 1) variance 1, as TRL's masked_var
 
-    zh: 在掩码内，结果均值为 0，无偏（n - 1）方差为 1，与 TRL 的 masked_var 相同
+    zh: 在掩码内，结果均值为 0，无偏（n - 1）方差为 1，与 TRL 的 `masked_var` 相同
     """
     values, mask = seeded((3, 7), 12, 3.0, -2.0), ragged_mask()
     whitened = expect.shaped_like_reference("whiten", values, mask)[mask]
@@ -270,7 +270,7 @@ def test_padding_does_not_change_whitening(expect):
 def test_keeping_the_mean_only_rescales(expect):
     """shift_mean=False equals the shift_mean=True result plus the masked mean
 
-    zh: shift_mean=False 的结果等于 shift_mean=True 的结果加上掩码均值
+    zh: `shift_mean=False` 的结果等于 `shift_mean=True` 的结果加上掩码均值
     """
     values, mask = seeded((3, 7), 14, 1.0, 4.0), ragged_mask()
     centred = expect.shaped_like_reference("whiten", values, mask)
@@ -385,7 +385,7 @@ def test_policy_loss_matches_reference(expect, clip):
 def test_policy_loss_at_ratio_one_is_minus_the_mean_advantage(expect):
     """On-policy (log_probs = old_log_probs) the loss is -mean A over the mask: [2, -1] gives -0.5
 
-    zh: 同策略（log_probs = old_log_probs）时，损失是掩码内 -mean A：[2, -1] 得 -0.5
+    zh: 同策略（`log_probs = old_log_probs`）时，损失是掩码内 -mean A：[2, -1] 得 -0.5
     """
     log_probs = torch.tensor([[-1.0, -2.0, -0.5]], dtype=torch.float64)
     advantages = torch.tensor([[2.0, -1.0, 9.0]], dtype=torch.float64)
@@ -433,7 +433,7 @@ def test_policy_loss_is_pessimistic(expect):
 def test_policy_loss_gradient_reaches_only_the_log_probs(expect):
     """The gradient reaches log_probs as the reference's does; none reaches old log-probs or advantages
 
-    zh: 梯度与参考答案一样到达 log_probs；不到达旧策略的对数概率和优势
+    zh: 梯度与参考答案一样到达 `log_probs`；不到达旧策略的对数概率和优势
     """
     expect.gradients_match_reference(
         "ppo_policy_loss", *policy_batch(31), wrt=("log_probs", "old_log_probs", "advantages")

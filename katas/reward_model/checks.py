@@ -214,7 +214,7 @@ def loss_matches_reference(expect, chosen, rejected):
 def test_value_head_is_a_linear_layer_to_one_number(expect):
     """value_head is an nn.Linear(hidden_dim, 1) with a bias
 
-    zh: value_head 是带偏置的 nn.Linear(hidden_dim, 1)
+    zh: `value_head` 是带偏置的 `nn.Linear(hidden_dim, 1)`
     """
     model = construct(expect.learner, backbone(expect.learner, "lesson", 0), WIDTH)
     problem = head_problem(model)
@@ -226,7 +226,7 @@ def test_value_head_is_a_linear_layer_to_one_number(expect):
 def test_backbone_is_frozen_and_only_the_head_trains(expect):
     """Every backbone parameter has requires_grad False; the trainable ones are the head's
 
-    zh: backbone 的每个参数 requires_grad 为 False；可训练参数只有 value head 的
+    zh: `backbone` 的每个参数 `requires_grad` 为 False；可训练参数只有 `value_head` 的
     """
     given = backbone(expect.learner, "causal", 0)
     model = construct(expect.learner, given, WIDTH)
@@ -307,7 +307,7 @@ def test_rewards_match_reference_without_a_mask(expect):
 def test_rewards_match_reference_with_right_padding(expect):
     """With ragged right padding each row is read at its own last real token (bool or 0/1 mask)
 
-    zh: 右侧填充（padding）长短不一时，每行在自己的最后一个真实 token 处读取（bool 或 0/1 mask）
+    zh: 右侧填充（padding）长短不一时，每行在自己的最后一个真实 token 处读取（bool 或 0/1 掩码）
     """
     ids, mask = batch(LENGTHS_WITH_FULL_ROW, seed=1)
     rewards = rewards_match_reference(expect, "causal", ids, mask, LENGTHS_WITH_FULL_ROW)

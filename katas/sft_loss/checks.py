@@ -48,7 +48,7 @@ def close(got: float, want: float, tol: float = 1e-9) -> bool:
 def test_masked_normalize_matches_reference(expect, seed):
     """masked_normalize matches the reference with dim=None, dim=-1 and dim=0
 
-    zh: masked_normalize 在 dim=None、dim=-1 和 dim=0 时与参考答案一致
+    zh: `masked_normalize` 在 `dim=None`、`dim=-1` 和 `dim=0` 时与参考答案一致
     """
     values, mask = sft_batch(seed)
     expect.matches_reference("masked_normalize", values, mask, 3.0)
@@ -233,7 +233,7 @@ def test_microbatch_step_matches_reference(expect, steps, constant):
 def test_microbatch_gradient_matches_reference(expect, steps, constant):
     """The gradient your backward leaves in token_log_probs.grad matches the reference
 
-    zh: 你的 backward 留在 token_log_probs.grad 中的梯度与参考答案一致
+    zh: 你的反向传播留在 `token_log_probs.grad` 中的梯度与参考答案一致
     """
     log_probs, mask = sft_batch(30 + steps, dtype=torch.float64)
     expect.gradients_match_reference(
@@ -290,7 +290,7 @@ def test_accumulated_gradients_equal_the_full_batch(expect, steps):
 def test_constant_divides_the_loss(expect):
     """Self-consistency: normalize_constant 4 gives a quarter of your loss with constant 1
 
-    zh: 自洽：normalize_constant 为 4 时，损失是常数为 1 时的四分之一
+    zh: 自洽：`normalize_constant` 为 4 时，损失是常数为 1 时的四分之一
     """
     log_probs, mask = sft_batch(50, dtype=torch.float64, requires_grad=True)
     one = expect.call(STEP, log_probs, mask, 2, normalize_constant=1.0)[LOSS].item()

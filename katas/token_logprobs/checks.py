@@ -76,7 +76,7 @@ def test_one_column_fewer_than_positions(expect):
 def test_column_t_scores_the_token_at_t_plus_1(expect):
     """Self-consistency: changing input_ids[:, t] moves column t - 1, and only on response tokens
 
-    zh: 自洽：改变 input_ids[:, t] 只改变第 t - 1 列，且只在回答 token 上
+    zh: 自洽：改变 `input_ids[:, t]` 只改变第 t - 1 列，且只在回答 token 上
     """
     logits, ids, mask = ragged_batch(3)
     before = expect.call("response_log_probs", logits, ids, mask)

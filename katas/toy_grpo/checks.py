@@ -122,7 +122,7 @@ def test_sampled_group_matches_reference(expect, learner, reference, seed, group
 def test_old_log_probs_carry_no_graph(expect, learner):
     """old_logp is data about the sampler: it carries no graph even when the weights require grad
 
-    zh: old_logp 是关于采样器的数据：即使权重需要梯度，它也不带计算图
+    zh: `old_logp` 是关于采样器的数据：即使权重需要梯度，它也不带计算图
     """
     policy = learner.build("toy_grpo.tiny_policy", 3)
     tokens, old_logp = expect.call("sample_group", policy, BOS, 8, torch.Generator().manual_seed(3))
@@ -232,7 +232,7 @@ def test_loss_and_policy_gradient_match_reference(expect, learner, reference, se
 def test_ratio_is_one_when_old_equals_new(expect, learner, reference):
     """With old_logp equal to the policy's own log-probs and beta 0, the loss is -mean(A)
 
-    zh: old_logp 等于策略自身的对数概率且 beta 为 0 时，损失等于 -mean(A)
+    zh: `old_logp` 等于策略自身的对数概率且 beta 为 0 时，损失等于 -mean(A)
     """
     policy, _, tokens, _, advantages = loss_inputs(reference, 7)
     with torch.no_grad():
@@ -260,7 +260,7 @@ def test_ratio_is_one_when_old_equals_new(expect, learner, reference):
 def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, learner, reference, ratio, sign, flat):
     """One answer: past 1 +/- clip_range in the advantage's direction no gradient flows; elsewhere it does
 
-    zh: 单个回答：沿优势方向越过 1 ± clip_range 后没有梯度；其他位置有梯度
+    zh: 单个回答：沿优势方向越过 1 ± `clip_range` 后没有梯度；其他位置有梯度
     """
     policy = builders.tiny_policy(8)
     tokens = torch.tensor([TARGET])
@@ -346,7 +346,7 @@ def test_reference_policy_receives_no_gradient(expect, learner, reference):
 def test_old_log_probs_receive_no_gradient(expect, learner, reference):
     """Even an old_logp that requires grad gets no gradient from the loss
 
-    zh: 即使 old_logp 需要梯度，损失也不会把梯度传给它
+    zh: 即使 `old_logp` 需要梯度，损失也不会把梯度传给它
     """
     _, _, tokens, old_logp, advantages = loss_inputs(reference, 11)
     old_logp = old_logp.clone().requires_grad_(True)
