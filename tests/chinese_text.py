@@ -99,6 +99,9 @@ KEPT = {
     "clip-higher",
     "Clip-Higher",
     "Bradley-Terry",
+    "GPT",
+    "SLiC",
+    "Azar",
     "BT",
     "Schulman",  # authors cited (Yu 等，2025)
     "Yu",
@@ -123,6 +126,7 @@ KEPT |= {"rho", "epsilon", "gamma", "lam", "lambda", "NLL", "TD", "BERT", "CLS",
 PASSED_LINE = re.compile(r"^\d+ passed, \d+ failed$", re.MULTILINE)  # the report's machine-readable last line
 RAISED = re.compile(r"\b[A-Z]\w*(Error|Exception): .*$", re.MULTILINE)  # an exception's own message, as raised
 REPR = re.compile(r"'[^'\n]*'")  # a Python string shown as data (a call's argument, a value)
+TAG = re.compile(r"</?\w+>")  # a token or a tag: <bos>, <answer>
 QUOTED = re.compile(r"“[\x00-\x7f…]*”")  # an English string quoted as data (a model's answer “The answer is 42”)
 GLOSS = re.compile(r"[\u4e00-\u9fff]（[A-Za-z][A-Za-z .'-]*）")  # 填充（padding）: the English term beside the Chinese
 CODE = re.compile(r"`[^`\n]*`")
@@ -137,7 +141,20 @@ WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]")
 def english_words(text: str, names: set[str] = frozenset()) -> list[str]:
     """The English words of `text` outside code spans, commands, options, paths and identifiers that are
     neither kept terms nor `names` (the kata's own identifiers). Single letters are variables."""
-    for pattern in (PASSED_LINE, RAISED, REPR, QUOTED, GLOSS, CODE, COMMAND, OPTION, PATHLIKE, SLUGLIKE, IDENTIFIER):
+    for pattern in (
+        PASSED_LINE,
+        RAISED,
+        REPR,
+        TAG,
+        QUOTED,
+        GLOSS,
+        CODE,
+        COMMAND,
+        OPTION,
+        PATHLIKE,
+        SLUGLIKE,
+        IDENTIFIER,
+    ):
         text = pattern.sub(" ", text)
     return [word for word in WORD.findall(text) if word not in KEPT and word not in names]
 
