@@ -24,15 +24,6 @@ def lang_option(command):
     return click.option("--lang", type=click.Choice(["en", "zh"]), is_eager=True, help=LANG_HELP)(command)
 
 
-def usage_error(ctx: click.Context, message: str, lang: str):
-    """A bad argument: click's usage error in English; under zh one Chinese line on stderr, status 2."""
-    if lang != "zh":
-        raise click.UsageError(message, ctx)
-    _, errors = _consoles()
-    errors.print(f"{ctx.command_path}：错误：{message}（见 `{ctx.command_path} --help`）", style="error", markup=False)
-    raise click.exceptions.Exit(2)
-
-
 class RunMode(click.Choice):
     """--run-mode: click's Choice, whose error is one Chinese line under zh."""
 
@@ -40,7 +31,9 @@ class RunMode(click.Choice):
         lang = command_language(ctx)
         if value not in self.choices and lang == "zh":
             modes = "、".join(f"`{mode}`" for mode in self.choices)
-            usage_error(ctx, f"--run-mode 的值 `{value}` 无效，应为 {modes} 之一", lang)
+            raise click.UsageError(
+                f"--run-mode 的值 `{value}` 无效，应为 {modes} 之一", ctx
+            )  # worded by grader.cli.main
         return super().convert(value, param, ctx)
 
 
@@ -59,8 +52,8 @@ class LabName(click.ParamType):
         names = phrase(lang, "or").join(repr(name) if lang == "en" else f"`{name}`" for name in close)
         hint = phrase(lang, "did_you_mean", names=names) if close else ""
         message = phrase(lang, "unknown_lab", name=value, hint=hint)
-        if lang == "zh":
-            usage_error(ctx, message, lang)
+        if lang == "zh":  # one Chinese line (grader.cli.main), without click's English frame
+            raise click.UsageError(message, ctx)
         self.fail(message, param, ctx)
 
     def shell_complete(self, ctx, param, incomplete):
@@ -190,7 +183,7 @@ def run_command(
             )
     except ConfigError as error:
         if lang == "zh":
-            usage_error(ctx, f"--set 的值无效：{error}", lang)
+            raise click.UsageError(f"--set 的值无效：{error}", ctx) from None
         raise click.BadParameter(str(error), param_hint="--set") from None
     except LabRefusal as refusal:  # CUDA, the labs extra, the model, the label: before any folder
         errors.print(f"kata lab{'：' if lang == 'zh' else ': '}{refusal}", style="warning", markup=False)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 import grader.classroom.batch  # noqa: F401  (loaded before any in-process pytester run, which unloads what
 from grader.cli import main  # it imported first: a process pool started after one could not pickle its worker)
+from grader.report.console import console, errors
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Run:
 
 
 def _run_kata(*args, input: str | None = None) -> Run:
+    console.forget()  # as in a new process: the width of this test's terminal
+    errors.forget()
     with CliRunner().isolation(input=input) as (out, err, output):
         try:
             status = main([str(arg) for arg in args])

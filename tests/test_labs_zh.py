@@ -23,6 +23,7 @@ from gpu_labs.summary import build_summary
 from gpu_labs.train_grpo import results as train_results
 from gpu_labs.train_grpo import trainer
 from grader.cli import cli
+from grader.report.console import console, errors
 
 NAMES = {
     "lab",
@@ -48,6 +49,8 @@ def english_words(text: str) -> set[str]:
 
 def lab(*args, env=None):
     """`kata ARGS` in this process: (status, stdout, stderr)."""
+    console.forget()  # as in a new process: the width of this test's terminal
+    errors.forget()
     result = CliRunner().invoke(cli, list(map(str, args)), standalone_mode=False, catch_exceptions=False, env=env)
     return result.return_value, result.stdout, result.stderr
 

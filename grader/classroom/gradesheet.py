@@ -313,15 +313,15 @@ def _distribution(sheet: dict, lang: str = "en") -> RenderableType:
     return Group(*lines)
 
 
-def common_misconceptions(sheet: dict) -> list[tuple[str, str, int]]:
-    """(kata, misconception id, students whose file it explains), commonest first."""
+def common_misconceptions(sheet: dict, top: int | None = TOP_MISCONCEPTIONS) -> list[tuple[str, str, int]]:
+    """(kata, misconception id, students whose file it explains), commonest first (the `top` ones; None: all)."""
     counts = Counter(
         (slug, entry["diagnosis"])
         for row in sheet["students"].values()
         for slug, entry in row.items()
         if entry.get("diagnosis")
     )
-    return [(slug, item, count) for (slug, item), count in counts.most_common(TOP_MISCONCEPTIONS)]
+    return [(slug, item, count) for (slug, item), count in counts.most_common(top)]
 
 
 def _misconception_table(sheet: dict, lang: str) -> Table | None:

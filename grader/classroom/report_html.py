@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
-from grader.classroom.gradesheet import HISTOGRAM_BINS, score_histogram, student_mean
+from grader.classroom.gradesheet import HISTOGRAM_BINS, common_misconceptions, score_histogram, student_mean
 from grader.classroom.names import file_name
 from grader.content.catalogue import get_kata, localized
 from grader.content.i18n import phrase
@@ -147,17 +147,6 @@ def _todo_rates(sheet: dict, lang: str = "en") -> str:
     return "".join(parts)
 
 
-def misconception_counts(sheet: dict) -> list[tuple[str, str, int]]:
-    """(kata, misconception id, files it is the diagnosis of), commonest first."""
-    counts = Counter(
-        (slug, entry["diagnosis"])
-        for row in sheet["students"].values()
-        for slug, entry in row.items()
-        if entry.get("diagnosis")
-    )
-    return [(slug, item, count) for (slug, item), count in counts.most_common()]
-
-
 def _title(slug: str, item: str, lang: str) -> str:
     """The misconception's title from the catalogue; its id if the catalogue does not know it."""
     try:
@@ -167,7 +156,7 @@ def _title(slug: str, item: str, lang: str) -> str:
 
 
 def _misconceptions(sheet: dict, lang: str) -> str:
-    common = misconception_counts(sheet)
+    common = common_misconceptions(sheet, top=None)
     if not common:
         return f"<h2>{e(phrase(lang, 'misconceptions'))}</h2><p>{e(phrase(lang, 'none_diagnosed'))}</p>"
     rows = [

@@ -18,6 +18,8 @@ with the variants' in the language it was written in.
 import os
 from contextlib import contextmanager
 
+from grader.content.interface import PHRASES as COMMANDS
+
 PHRASES = {
     "en": {
         "whole": "Whole function",
@@ -106,6 +108,8 @@ PHRASES = {
 }
 
 
+_TABLES = {lang: PHRASES[lang] | COMMANDS[lang] for lang in PHRASES}  # the report's and the commands' phrases
+
 MESSAGE_VARIABLE = "KATA_MESSAGE_LANG"  # how the language reaches the processes grading starts (contestants)
 _MESSAGE_LANGUAGE = [os.environ.get(MESSAGE_VARIABLE) if os.environ.get(MESSAGE_VARIABLE) in PHRASES else "en"]
 
@@ -160,9 +164,7 @@ def command_language(ctx) -> str:
 def phrase(lang: str, key: str, **values) -> str:
     """The phrase `key` (the report's, or a command's: grader.content.interface) in `lang` (English
     when `lang` is unknown), filled with `values`."""
-    from grader.content.interface import PHRASES as COMMANDS
-
-    table = PHRASES.get(lang, PHRASES["en"]) | COMMANDS.get(lang, COMMANDS["en"])
+    table = _TABLES.get(lang, _TABLES["en"])
     if values.get("n") == 1 and f"{key}_one" in table:
         key = f"{key}_one"
     return table[key].format(**values)

@@ -186,6 +186,8 @@ def translated_spans(source: str, texts: dict) -> list[tuple[int, int, str]]:
     import io
     import tokenize
 
+    if not texts:  # English: nothing to parse
+        return []
     found: list[tuple[ast.stmt, str]] = []  # (the docstring's statement, its new text)
 
     def visit(body: list, prefix: str) -> None:

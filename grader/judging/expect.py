@@ -403,6 +403,19 @@ def _path(pick) -> tuple:
     return (pick,) if isinstance(pick, int) else tuple(pick)
 
 
+def assert_no_gradient(grads: dict, label: str, where: str) -> None:
+    """`label` received no gradient (None or all zeros) in `grads` (Expect.gradients' second value)."""
+    gradient = grads[label]
+    if gradient is not None and bool((gradient != 0).any()):
+        largest = gradient.abs().max().item()
+        raise AssertionError(
+            say(
+                f"{where}: no gradient should reach `{label}`, but one did: largest |grad| {largest:.4g}",
+                f"{where}：梯度不应到达 `{label}`，但到达了：最大 |grad| 为 {largest:.4g}",
+            )
+        )
+
+
 def rejects_with_value_error(why: str, call: str, run) -> None:
     """`run()` must raise ValueError; `call` describes it in the failure (also usable for methods)."""
     try:

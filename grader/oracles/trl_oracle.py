@@ -190,29 +190,22 @@ def trl_grpo_loss(
 
 def dapo_loss(log_probs_new, log_probs_old, advantages, response_mask, epsilon_low=0.2, epsilon_high=0.28):
     """As reference.dapo_gspo.dapo_loss: GRPOTrainer._compute_loss, loss_type "dapo", two epsilons."""
-    with torch.no_grad():  # the input contract
-        dapo_gspo_reference.dapo_loss(
-            log_probs_new, log_probs_old, advantages, response_mask, epsilon_low, epsilon_high
-        )
-    return trl_grpo_loss(
-        log_probs_new,
-        log_probs_old,
-        advantages.detach(),
-        response_mask,
-        epsilon_low,
-        None,
-        0.0,
-        "dapo",
-        epsilon_high=float(epsilon_high),
-    )
+    args = (log_probs_new, log_probs_old, advantages, response_mask, epsilon_low, epsilon_high)
+    return _two_epsilon_loss(dapo_gspo_reference.dapo_loss, args, "dapo")
 
 
 def gspo_loss(log_probs_new, log_probs_old, advantages, response_mask, epsilon_low=3e-4, epsilon_high=4e-4):
     """As reference.dapo_gspo.gspo_loss: GRPOTrainer._compute_loss, importance_sampling_level "sequence"."""
+    args = (log_probs_new, log_probs_old, advantages, response_mask, epsilon_low, epsilon_high)
+    return _two_epsilon_loss(dapo_gspo_reference.gspo_loss, args, "grpo", importance_sampling_level="sequence")
+
+
+def _two_epsilon_loss(reference_fn, args: tuple, loss_type: str, **settings):
+    """`reference_fn`'s input contract on `args` (log-probs new and old, advantages, mask, epsilon_low,
+    epsilon_high), then GRPOTrainer._compute_loss with those epsilons and no KL term."""
+    log_probs_new, log_probs_old, advantages, response_mask, epsilon_low, epsilon_high = args
     with torch.no_grad():  # the input contract
-        dapo_gspo_reference.gspo_loss(
-            log_probs_new, log_probs_old, advantages, response_mask, epsilon_low, epsilon_high
-        )
+        reference_fn(*args)
     return trl_grpo_loss(
         log_probs_new,
         log_probs_old,
@@ -221,9 +214,9 @@ def gspo_loss(log_probs_new, log_probs_old, advantages, response_mask, epsilon_l
         epsilon_low,
         None,
         0.0,
-        "grpo",
+        loss_type,
         epsilon_high=float(epsilon_high),
-        importance_sampling_level="sequence",
+        **settings,
     )
 
 

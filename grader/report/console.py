@@ -18,6 +18,11 @@ class _LazyConsole:
             self._console = make_console(stderr=self._stderr)
         return self._console
 
+    def forget(self) -> None:
+        """Create the console afresh on next use: a command run in-process again (the tests) reads
+        its terminal's width (COLUMNS) as a new process would."""
+        self._console = None
+
     def __getattr__(self, name):
         return getattr(self.rich(), name)
 

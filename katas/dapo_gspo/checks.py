@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from grader.content.i18n import say
+from grader.judging.expect import assert_no_gradient
 
 DAPO, PENALTY, KEEP, GSPO = "dapo_loss", "overlong_penalty", "dynamic_sampling_keep", "gspo_loss"
 
@@ -43,19 +44,6 @@ def no_gradient_to_new(name: str) -> str:
         f"{name}(...): no gradient reached `log_probs_new`, the policy being trained",
         f"{name}(...)：没有梯度到达 `log_probs_new`，即正在训练的策略",
     )
-
-
-def assert_no_gradient(grads: dict, label: str, where: str) -> None:
-    """`label` received no gradient (None or all zeros)."""
-    gradient = grads[label]
-    if gradient is not None and bool((gradient != 0).any()):
-        largest = gradient.abs().max().item()
-        raise AssertionError(
-            say(
-                f"{where}: no gradient should reach `{label}`, but one did: largest |grad| {largest:.4g}",
-                f"{where}：梯度不应到达 `{label}`，但到达了：最大 |grad| 为 {largest:.4g}",
-            )
-        )
 
 
 # -- TODO 1: dapo_loss -----------------------------------------------------------------------------

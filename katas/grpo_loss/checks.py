@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from grader.content.i18n import say
+from grader.judging.expect import assert_no_gradient
 from katas.group_advantages.checks import (  # noqa: F401  (TODO 1 is graded here too)
     test_eps_is_a_floor_not_an_addend,
     test_groups_are_compared_only_within_themselves,
@@ -82,19 +83,6 @@ def loss_matches_reference(expect, *args, **options) -> float:
     expect.same(got, expected, call, values=False)
     expect.same(got[LOSS], expected[LOSS], say(f"{call}  [the loss]", f"{call}  [损失]"))
     return got[LOSS].item()
-
-
-def assert_no_gradient(grads: dict, label: str, where: str) -> None:
-    """`label` received no gradient (None or all zeros)."""
-    gradient = grads[label]
-    if gradient is not None and bool((gradient != 0).any()):
-        largest = gradient.abs().max().item()
-        raise AssertionError(
-            say(
-                f"{where}: no gradient should reach `{label}`, but one did: largest |grad| {largest:.4g}",
-                f"{where}：梯度不应到达 `{label}`，但到达了：最大 |grad| 为 {largest:.4g}",
-            )
-        )
 
 
 # -- TODO 1, through compute_grpo_loss -------------------------------------------------------------
