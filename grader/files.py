@@ -1,5 +1,7 @@
-"""Writing files so that readers never see half of one (the workspace, grading results, class grades, lab evidence)."""
+"""Writing files so that readers never see half of one (the workspace, grading results, class grades, lab evidence),
+and JSON text that any name or message can go into."""
 
+import json
 import os
 from pathlib import Path
 
@@ -16,3 +18,14 @@ def atomic_write(path: Path, text: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(handle.name, path)
+
+
+def json_text(data) -> str:
+    """`data` as indented JSON to write as UTF-8: readable, or all-ASCII escapes where a string holds
+    something UTF-8 cannot encode (a lone surrogate, e.g. an undecodable byte in a learner's message)."""
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, indent=1)
+    return text

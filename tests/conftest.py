@@ -2,7 +2,6 @@
 
 import os
 import sys
-import tempfile
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -130,15 +129,13 @@ def grade_as_a_class(tmp_path_factory):
 
         def grade(slug: str, files: dict[str, str], root: Path, timeout: float) -> dict[str, tuple]:
             if not pools:
-                drops = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kata-grade-")))
-                pools.append(stack.enter_context(batch.warm_pool(2, settings, {slug}, drops)))
+                pools.append(stack.enter_context(batch.warm_workers(2, settings, {slug})))
             jobs = []
             for name, text in files.items():
                 (root / name).mkdir(parents=True)
                 (root / name / f"{slug}.py").write_text(text, encoding="utf-8")
-                job = batch.Job(name, slug, root / name, "", replace(settings, timeout=timeout))
-                jobs.append(pools[0].submit(batch.grade_file, job))
-            records = [job.result() for job in jobs]
+                jobs.append(batch.Job(name, slug, root / name, "", replace(settings, timeout=timeout)))
+            records = [record for _, record in pools[0].run([(batch.grade_file, (job,)) for job in jobs])]
             return {
                 record["student"]: (GradeResult.from_json(record["grade"]), record["seconds"]) for record in records
             }

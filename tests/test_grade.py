@@ -21,7 +21,7 @@ from grader.classroom import batch, gradesheet
 from grader.content import catalogue
 from grader.content.catalogue import get_kata
 from grader.report.results import CheckResult, GradeResult, Location
-from grader.run import containment
+from grader.run import containment, staging
 
 SLUG = "group_advantages"
 KATA = get_kata(SLUG)
@@ -365,7 +365,7 @@ def test_discovery_copies_no_links_and_the_digest_follows_the_file_and_its_helpe
     (job,) = batch.discover(tmp_path / "class", None, settings).jobs
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    batch.copy_folder(folder, scratch, f"{SLUG}.py")
+    staging.copy_folder(folder, scratch, f"{SLUG}.py")
     assert sorted(p.name for p in scratch.iterdir()) == [f"{SLUG}.py", "helper.py"]
     (folder / "helper.py").write_text("X = 2\n")
     changed = batch.discover(tmp_path / "class", None, settings).jobs[0].digest
@@ -384,21 +384,19 @@ def test_the_csv_keeps_names_from_running_as_formulas():
 
 def test_a_file_that_vanishes_while_the_folder_is_copied_is_left_out(tmp_path, monkeypatch):
     """A learner's file in a shared folder (/tmp): other programs' files come and go meanwhile."""
-    from grader.classroom import batch
-
     folder, scratch = tmp_path / "shared", tmp_path / "scratch"
     folder.mkdir()
     scratch.mkdir()
     (folder / "grpo_loss.py").write_text("x = 1\n")
     (folder / "data.txt").write_text("kept\n")
-    monkeypatch.setattr(batch, "folder_files", lambda _: ["data.txt", "gone.tmp", "grpo_loss.py"])
+    monkeypatch.setattr(staging, "folder_files", lambda _: ["data.txt", "gone.tmp", "grpo_loss.py"])
 
-    batch.copy_folder(folder, scratch, "grpo_loss.py")
+    staging.copy_folder(folder, scratch, "grpo_loss.py")
 
     assert sorted(path.name for path in scratch.iterdir()) == ["data.txt", "grpo_loss.py"]
     (folder / "grpo_loss.py").unlink()
     with pytest.raises(FileNotFoundError):
-        batch.copy_folder(folder, tmp_path / "again", "grpo_loss.py")
+        staging.copy_folder(folder, tmp_path / "again", "grpo_loss.py")
 
 
 # -- points per TODO ----------------------------------------------------------------------------

@@ -12,8 +12,10 @@ from xml.etree import ElementTree
 import pytest
 
 from grader.classroom import batch, gradesheet
-from grader.classroom.names import NAME_BYTES, display_name, file_name, json_text
+from grader.classroom.names import NAME_BYTES, display_name, file_name
 from grader.content.catalogue import get_kata
+from grader.files import json_text
+from grader.run import staging
 
 SLUG = "group_advantages"
 WRONG = "def compute_group_advantages(r, g, eps=1e-6):\n    return r * 0\n"
@@ -147,7 +149,7 @@ def test_discovery_and_the_scratch_copy_take_any_name(tmp_path):
     (job,) = [job for job in roster.jobs if job.student == r"caf\xe9"]
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    batch.copy_folder(job.folder, scratch, f"{SLUG}.py")
+    staging.copy_folder(job.folder, scratch, f"{SLUG}.py")
     assert sorted(os.listdir(os.fsencode(str(scratch)))) == sorted(
         [b"\xff.py", f"{SLUG}.py".encode(), b"notes\xff.txt"]
     )

@@ -7,7 +7,6 @@ after a run leaves it loaded: a torch imported twice in one process fails.
 """
 
 import json
-import os
 
 import pytest
 import torch  # noqa: F401  (see above)
@@ -79,20 +78,20 @@ def test_kata_fixtures_without_kata_options_fail_with_a_clear_message(pytester):
     result.stdout.fnmatch_lines(["*kata checks need --kata SLUG and --kata-file PATH (or --kata-target)*"])
 
 
-def test_the_judge_uses_the_warm_process_it_is_given(pytester, monkeypatch):
-    """`kata check` starts the warm process before the judge; a second one would cost a torch import."""
-    from grader.run import warm
+def test_the_judge_uses_the_arena_it_is_given(pytester, monkeypatch):
+    """`kata check` and `kata grade` start the warm process before the judge; a second one would
+    cost a torch import."""
+    from grader.judging import plugin
+    from grader.run.arena import Arena
 
-    process, control = warm.start(["import torch"])  # outside the sandbox, as `kata check` does where none works
-    monkeypatch.setattr(warm, "start", lambda *args: pytest.fail("the judge started a warm process of its own"))
+    arena = Arena.start(["import torch"], sandboxed=False)
+    monkeypatch.setattr(Arena, "start", lambda *args, **kwargs: pytest.fail("the judge started an arena of its own"))
     try:
-        given = os.dup(control.fileno())  # the judge's copy, which it closes
         result = pytester.runpytest_inprocess(
-            "--kata", "group_advantages", "--kata-target", "reference", "--kata-warm-fd", str(given)
+            "--kata", "group_advantages", "--kata-target", "reference", plugins=[plugin.Given(arena)]
         )
     finally:
-        control.close()
-        process.wait(timeout=30)
+        arena.close()
     outcomes = result.parseoutcomes()
     assert outcomes["passed"] > 5 and "failed" not in outcomes and "error" not in outcomes
 

@@ -12,6 +12,7 @@ import torch
 
 from grader.judging import outcomes
 from grader.run import contestant, wire
+from grader.run.arena import Arena
 from grader.run.judge import OUTPUT_KEEP, KnownHang, Refused, Stopped, Zygote
 
 SOURCE = """
@@ -60,17 +61,17 @@ def an_object():
 
 
 @pytest.fixture(scope="module")
-def zygote(tmp_path_factory):
-    """A file's box in a warm process outside the sandbox (tests/test_sandbox.py has the sandbox)."""
-    warm = Zygote.start()
-    box = warm.open_file(tmp_path_factory.mktemp("box"))
-    yield box
-    box.close()
-    warm.close()
+def zygote():
+    """A warm process outside the sandbox (tests/test_sandbox.py and tests/test_isolation.py have the sandbox)."""
+    arena = Arena.start(["import torch"], sandboxed=False)
+    yield arena.zygote
+    arena.close()
 
 
-def spawn(box, seconds=5.0):
-    return box.spawn(SOURCE, "<learner>", seconds)
+def spawn(zygote, seconds=5.0, hung=None):
+    learner = zygote.spawn({"work": None, "size_mb": 64}, seconds, hung)
+    learner.load(SOURCE, "<learner>")
+    return learner
 
 
 def roundtrip(value):
@@ -157,9 +158,9 @@ def test_a_call_past_the_deadline_ends_the_contestant_and_is_not_waited_for_agai
     start = time.perf_counter()
     with pytest.raises(Stopped) as stopped:
         learner.call("spin")
-    assert stopped.value.ending.timed_out and stopped.value.ending.where == "spin"
+    assert stopped.value.ending.kind == wire.End.TIMEOUT and stopped.value.ending.where == "spin"
     assert time.perf_counter() - start < 3
-    again = zygote.spawn(SOURCE, "<learner>", 5.0, learner.hung)
+    again = spawn(zygote, 5.0, learner.hung)
     with pytest.raises(KnownHang):
         again.call("spin")
     again.close()
@@ -187,19 +188,19 @@ def test_stdin_is_closed_to_the_contestant(zygote):
     learner.close()
 
 
-def test_a_fork_that_cannot_start_is_an_ending_not_an_exception(monkeypatch, tmp_path):
+def test_a_fork_that_cannot_start_is_an_ending_not_an_exception(monkeypatch):
     ours, theirs = socket.socketpair()
 
     def full():
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(os, "fork", full)
-    server = threading.Thread(target=contestant.serve, args=(theirs,), daemon=True)
+    server = threading.Thread(target=contestant.Warm(theirs, sandboxed=False).serve, daemon=True)
     server.start()
-    warm = Zygote(None, ours, [], contestant.limits.NO_LIMITS, None)
+    warm = Zygote(None, ours, sandboxed=False)
     warm.ready = True
     with pytest.raises(Stopped) as stopped:
-        warm.open_file(tmp_path)
+        warm.spawn({"work": None, "size_mb": 64}, 1.0)
     assert "fork bomb" in outcomes.from_ending(stopped.value.ending, 1.0).message
     ours.close()
     server.join(timeout=5)

@@ -292,11 +292,7 @@ def test_without_bwrap_kata_grade_refuses_in_one_line(tmp_path, kata_main, monke
     (tmp_path / "ada").mkdir()
     (tmp_path / "ada" / f"{SLUG}.py").write_text(REFERENCE)
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
-    sandbox.problem.cache_clear()
-    try:
-        run = kata_main("grade", tmp_path, "--out", tmp_path / "out")
-    finally:
-        sandbox.problem.cache_clear()
+    run = kata_main("grade", tmp_path, "--out", tmp_path / "out")
     assert run.status == 1 and not (tmp_path / "out").exists()
     assert run.err.strip().count("\n") == 0 and "apt-get install bubblewrap" in run.err and "--no-sandbox" in run.err
 

@@ -6,46 +6,40 @@ graded file, atomically, the moment it is graded. A rerun reuses a result whose 
 unchanged: the file, its folder's other files, the kata (checks, reference, misconceptions), the
 grader's own source and the limits. `force` regrades everything.
 
-One file (`grade_file`, in a pool worker): the student's folder is copied (regular files only,
-links not followed) to a scratch folder that becomes the cwd, HOME and TMPDIR; the worker forks a
-judge that runs, in-process, the same pytest run `kata check` starts
-(grader.run.grading.pytest_arguments). The learner's code runs only in contestants, forked by the
-worker's warm contestant process (grader.run), each with a memory and a process limit, and each
-entering the file's containment box (grader.run.containment) before anything else. Workers import
-torch and pytest once and keep their warm process, so a file costs forks, not Python starts. The
-report goes to a second private folder with a random name; the worker kills the box before it
-reads the report, checks it, and turns every other ending into a result with a reason.
-
-The pool is concurrent.futures.ProcessPoolExecutor with "spawn" workers; a worker that dies is
-replaced and its files are graded again.
+One file (`grade_file`, in a worker of grader.classroom.workers): the worker forks a judge that
+runs, in-process, the same pytest run `kata check` starts (grader.run.grading.pytest_arguments),
+in a private scratch folder (its cwd, HOME and TMPDIR), handing it the worker's arena for this
+file (grader.run.arena: the warm process, the drop folder, the fingerprints, the file's cgroup).
+The judge stages the student's folder (grader.run.staging); the learner's code runs only in
+contestants forked by the warm process, each in a world of its own with a memory and a process
+limit, inside the file's cgroup box (grader.run.containment). Workers import torch and pytest once
+and keep their warm process, so a file costs forks, not Python starts. The report goes to a
+private file with a random name; the worker kills the box before it reads the report, checks it,
+and turns every other ending into a result with a reason. A worker that dies is replaced and its
+file graded again (grader.classroom.workers).
 
 `grade_targets` grades the built-in targets (reference, template, misconception:ID) through the
 same warm workers, one forked judge each: the content tests' sweep of every kata.
 """
 
-import gc
 import hashlib
 import json
 import os
 import secrets
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 
 from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, run_limit, source_digest
+from grader.classroom.workers import Died, Failed, Workers
 from grader.content import catalogue
 from grader.report.results import STATUSES, GradeResult
 from grader.run import containment
+from grader.run.staging import folder_files
 
 RECORD_VERSION = 1
-COPY_LIMIT_BYTES = 20 * 2**20  # what a student's folder may bring along to the scratch copy
-COPY_LIMIT_FILES = 500
 
 
 @dataclass(frozen=True)
@@ -60,6 +54,13 @@ class Settings:
     def run_limit(self) -> float:
         """Seconds one file's whole grading run may take (as `kata check` allows)."""
         return run_limit(self.timeout)
+
+    @property
+    def limits(self):
+        """What each contestant may take (grader.run.limits)."""
+        from grader.run.limits import Limits
+
+        return Limits(self.memory_mb, self.max_tasks)
 
 
 @dataclass(frozen=True)
@@ -123,23 +124,6 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
     return Roster(columns, students, jobs, strays, ignored)
 
 
-def folder_files(folder: Path) -> list[str]:
-    """Relative paths of the regular files a student's folder brings along, in order, within the limits."""
-    names, total = [], 0
-    for top, dirs, files in os.walk(folder):  # does not follow links to folders
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-        for name in sorted(files):
-            path = Path(top) / name
-            if path.is_symlink() or not path.is_file():
-                continue
-            size = path.stat().st_size
-            if len(names) >= COPY_LIMIT_FILES or total + size > COPY_LIMIT_BYTES:
-                continue
-            names.append(path.relative_to(folder).as_posix())
-            total += size
-    return names
-
-
 def digest(folder: Path, slug: str, settings: Settings, files: list[str]) -> str:
     """What a result depends on: this kata file, the folder's other files, the kata, the grader, the limits."""
     katas = {f"{kata.slug}.py" for kata in catalogue.all_katas()}
@@ -174,8 +158,7 @@ def load_record(out: Path, job: Job) -> dict | None:
 
 
 def save_record(out: Path, record: dict) -> None:
-    from grader.classroom.names import json_text
-    from grader.files import atomic_write
+    from grader.files import atomic_write, json_text
 
     atomic_write(record_path(out, record["student"], record["kata"]), json_text(record))
 
@@ -220,149 +203,90 @@ def run_batch(
 
 
 def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
-    """Records of `jobs` as they finish, from a pool of `workers` processes; a broken pool is replaced."""
-    with tempfile.TemporaryDirectory(prefix="kata-grade-") as drops:  # the workers' drop folders, gone at the end
-        yield from _graded_records(jobs, workers, Path(drops))
+    """Records of `jobs` as they finish, from `workers` warm workers (grader.classroom.workers)."""
+    if not jobs:
+        return
+    with warm_workers(workers, jobs[0].settings, {job.slug for job in jobs}) as pool:
+        for index, outcome in pool.run([(grade_file, (job,)) for job in jobs]):
+            yield outcome if isinstance(outcome, dict) else _not_graded(jobs[index], outcome)
 
 
-def _graded_records(jobs: list[Job], workers: int, drops: Path) -> Iterator[dict]:
-    pending = list(jobs)
-    while pending:
-        finished: set[Job] = set()
-        pool = warm_pool(min(workers, len(pending)), pending[0].settings, {job.slug for job in pending}, drops)
+def _not_graded(job: Job, outcome: Failed | Died) -> dict:
+    if isinstance(outcome, Failed):
+        return failed_record(job, f"the grader failed on this file: {outcome.reason}", 0.0)
+    return failed_record(job, outcome.reason, 0.0)
+
+
+class warm_workers:  # noqa: N801  (used as `with warm_workers(...) as pool`)
+    """`Workers` for the katas `slugs`, in a run folder of their own in the system's temporary
+    folder: their drop folders, their judges' scratch folders, the run's fingerprints; gone at the end."""
+
+    def __init__(self, count: int, settings: Settings, slugs: set[str]):
+        imports = sorted({line for slug in slugs for line in catalogue.get_kata(slug).warm_imports})
+        self.folder = tempfile.TemporaryDirectory(prefix="kata-grade-")
+        self.pool = Workers(count, settings.sandboxed, settings.lang, imports, Path(self.folder.name))
+
+    def __enter__(self) -> Workers:
+        return self.pool
+
+    def __exit__(self, *exc) -> None:
         try:
-            futures = {pool.submit(grade_file, job): job for job in pending}
-            for future in as_completed(futures):
-                job = futures[future]
-                try:
-                    record = future.result()
-                except BrokenProcessPool:
-                    continue
-                except Exception as error:  # the grader's own failure: say so in this file's result
-                    record = failed_record(job, f"the grader failed on this file: {error}", 0.0)
-                finished.add(job)
-                yield record
+            self.pool.close()
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        left = [job for job in pending if job not in finished]
-        if len(left) == len(pending):  # not one finished: stop retrying
-            for job in left:
-                yield failed_record(job, "the grading worker died before this file was graded", 0.0)
-            return
-        pending = left
-
-
-def warm_pool(workers: int, settings: Settings, slugs: set[str], drops: Path) -> ProcessPoolExecutor:
-    """`workers` "spawn" processes, each warmed (see `warm`) for the katas `slugs`, with drop folders under `drops`."""
-    from grader.judging.targets import warm_imports
-
-    imports = sorted({line for slug in slugs for line in warm_imports(catalogue.get_kata(slug))})
-    return ProcessPoolExecutor(
-        workers, mp_context=get_context("spawn"), initializer=warm, initargs=(settings, imports, drops)
-    )
-
-
-_DROP: Path | None = None  # this worker's folder for scratch copies (what its sandbox sees at /kata/drop)
-_FINGERPRINTS: Path | None = None  # the run's fingerprints (grader.judging.fingerprints), shared by its workers
-
-
-def warm(settings: Settings, imports: list[str], drops: Path) -> None:
-    """Pool initializer: import once what every grading run needs; start the warm contestant process
-    (with a drop folder of this worker's own under `drops`)."""
-    import _pytest.config  # noqa: F401
-    import torch  # noqa: F401
-
-    import grader.judging.plugin  # noqa: F401
-    from grader.content.i18n import set_message_language
-    from grader.judging import session
-    from grader.run.judge import Zygote
-    from grader.run.limits import Limits
-
-    set_message_language(settings.lang)  # the warm process's contestants word their refusals in it
-
-    for line in imports:  # the references' own imports (transformers, for one): each judge forks with them loaded
-        exec(line, {})
-    global _DROP, _FINGERPRINTS
-    _DROP = Path(tempfile.mkdtemp(prefix="drop-", dir=drops))
-    _FINGERPRINTS = drops / "fingerprints"  # beside the drop folders: no sandbox sees it
-    drop = _DROP if settings.sandboxed else None
-    session.SHARED_ZYGOTE = Zygote.start(imports, Limits(settings.memory_mb, settings.max_tasks), drop)
-    session.SHARED_ZYGOTE.wait_ready()  # before the first judge forks: each judge shares it
-    gc.collect()
-    gc.freeze()  # the judges it forks never walk (nor copy) what was imported here when they collect
+            self.folder.cleanup()
 
 
 # -- one file, in a worker --------------------------------------------------------------------
 
 
-def grade_file(job: Job) -> dict:
-    """Grade one student's kata file in a scratch copy of their folder, inside a box; never raises for the file's sake."""
+def grade_file(job: Job, arena) -> dict:
+    """Grade one student's kata file with a judge of its own, inside a box; never raises for the file's sake."""
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_DROP, ignore_cleanup_errors=True) as work:
-        scratch = Path(work)
-        copy_folder(job.folder, scratch, f"{job.slug}.py")
-        result, reason, peak_kb = _judge(job.slug, scratch / f"{job.slug}.py", scratch, job.settings)
-        if result is None:
-            reason = reason.replace(f"{scratch}{os.sep}", f"{job.student}{os.sep}")
-            return failed_record(job, reason, time.perf_counter() - start, peak_kb)
+    result, reason, peak_kb = _judge(job.slug, job.folder / f"{job.slug}.py", job.settings, arena)
+    if result is None:
+        reason = reason.replace(f"{job.folder}{os.sep}", f"{job.student}{os.sep}")
+        return failed_record(job, reason, time.perf_counter() - start, peak_kb)
     return _record(job, result, time.perf_counter() - start, peak_kb)
 
 
-def _judge(slug: str, target: str | Path, scratch: Path, settings: Settings) -> tuple[GradeResult | None, str, int]:
-    """Grade `target` (a file in `scratch`, or a built-in target) in a boxed judge forked in `scratch`.
+def _judge(slug: str, target: str | Path, settings: Settings, arena) -> tuple[GradeResult | None, str, int]:
+    """Grade `target` (a student's file, or a built-in target) with a judge forked in a scratch
+    folder of its own, in the worker's run folder.
 
     Returns the run's result (None when it gave none), why it gave none, and the judge's peak memory in KiB.
     """
     from grader.run.child import last_line
     from grader.run.grading import pytest_arguments
 
-    with tempfile.TemporaryDirectory(prefix="kata-report-", ignore_cleanup_errors=True) as private:
-        report = Path(private) / f"{secrets.token_hex(16)}.json"
-        log = Path(private) / "pytest.log"
+    with tempfile.TemporaryDirectory(prefix="judge-", dir=arena.home, ignore_cleanup_errors=True) as scratch:
+        report = Path(scratch) / f"{secrets.token_hex(16)}.json"
+        log = Path(scratch) / "pytest.log"
         kata = catalogue.get_kata(slug)
-        arguments = pytest_arguments(
-            kata, target, settings.timeout, report, fingerprints=_FINGERPRINTS, lang=settings.lang
-        )
-        ending, peak_kb = _run_boxed(arguments, scratch, log, settings)
+        arguments = pytest_arguments(kata, target, settings.timeout, report, settings.limits, lang=settings.lang)
+        ending, peak_kb = _run_boxed(arguments, Path(scratch), log, settings, arena)
         result = _read_report(report, slug)
         reason = "" if result else ending or f"the grading run ended without a result: {last_line(log)}"
     return result, reason, peak_kb
 
 
-def copy_folder(folder: Path, scratch: Path, kata_file: str) -> None:
-    """The kata file (its name in `folder`) and what the folder brings along (see folder_files) into
-    `scratch`; a file that vanishes or cannot be read meanwhile (a shared folder such as /tmp) is
-    left out, the kata file never."""
-    for name in {kata_file, *folder_files(folder)}:
-        target = scratch / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            shutil.copyfile(folder / name, target, follow_symlinks=False)
-        except OSError:
-            if name == kata_file:
-                raise
-
-
-def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Settings) -> tuple[str, int]:
+def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Settings, arena) -> tuple[str, int]:
     """Fork the judge (the pytest run) for at most the run limit; end the file's cgroup box after it.
 
     Returns (why it ended without a result, if it did so abnormally, else "") and the peak resident
     memory of the judge in KiB.
     """
-    from grader.judging import session
+    from grader.judging.plugin import run_pytest
     from grader.run.child import run_judge
 
     box = containment.Box(settings.max_tasks, settings.memory_mb)
-    session.SHARED_CGROUP = box
     try:
-        ended = run_judge(arguments, scratch, log, settings.run_limit, fork=True)
+        ended = run_judge(lambda: run_pytest(arguments, arena.for_file(box)), scratch, log, settings.run_limit)
         ending = ended.reason(settings.run_limit)
-        if ending or session.SHARED_ZYGOTE.process.poll() is not None:
-            # the judge may have left the warm process mid-conversation, or learner code killed it
-            session.SHARED_ZYGOTE = session.SHARED_ZYGOTE.restart()
+        if ending or arena.process.poll() is not None:
+            arena.restart()  # the judge may have left the warm process mid-conversation, or it died
     finally:
         box.close()  # before the report is read: nothing the file started is left
-        session.SHARED_CGROUP = None
+        arena.clear_stages()  # what a judge that was killed had staged
     return ending, ended.peak_kb
 
 
@@ -402,31 +326,24 @@ def grade_targets(
     targets: list[tuple[str, str]], workers: int, settings: Settings
 ) -> dict[tuple[str, str], GradeResult]:
     """{(slug, target): result} for built-in targets ("reference", "template", "misconception:ID"),
-    graded by a pool of warm workers exactly as `grade_file` grades a student's file.
+    graded by warm workers exactly as `grade_file` grades a student's file.
 
     A target whose grading gave no result (or whose worker died) gets a result with no checks and
     the reason as its load error.
     """
     if not targets:
         return {}
-    slugs = {slug for slug, _ in targets}
-    with (
-        tempfile.TemporaryDirectory(prefix="kata-grade-") as drops,
-        warm_pool(min(workers, len(targets)), settings, slugs, Path(drops)) as pool,
-    ):
-        futures = {pool.submit(grade_target, slug, target, settings): (slug, target) for slug, target in targets}
-        results = {}
-        for future in as_completed(futures):
-            slug, target = futures[future]
-            try:
-                results[slug, target] = future.result()
-            except Exception as error:  # the grader's own failure (a dead worker included)
-                results[slug, target] = GradeResult(slug, target, [], load_error=f"the grader failed: {error!r}")
+    results = {}
+    with warm_workers(min(workers, len(targets)), settings, {slug for slug, _ in targets}) as pool:
+        for index, outcome in pool.run([(grade_target, (slug, target, settings)) for slug, target in targets]):
+            slug, target = targets[index]
+            if not isinstance(outcome, GradeResult):
+                outcome = GradeResult(slug, target, [], load_error=f"the grader failed: {outcome.reason}")
+            results[slug, target] = outcome
     return {job: results[job] for job in targets}
 
 
-def grade_target(slug: str, target: str, settings: Settings) -> GradeResult:
-    """Grade one built-in target of kata `slug` in a worker, in an empty scratch folder, inside a box."""
-    with tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_DROP, ignore_cleanup_errors=True) as work:
-        result, reason, _ = _judge(slug, target, Path(work), settings)
+def grade_target(slug: str, target: str, settings: Settings, arena) -> GradeResult:
+    """Grade one built-in target of kata `slug` in a worker, inside a box."""
+    result, reason, _ = _judge(slug, target, settings, arena)
     return result or GradeResult(slug, target, [], load_error=reason)

@@ -21,9 +21,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from grader.classroom.names import escape_char, file_name, json_text
+from grader.classroom.names import escape_char, file_name
 from grader.content.catalogue import get_kata, localized
 from grader.content.i18n import phrase
+from grader.files import json_text
 from grader.report.results import GradeResult
 
 HISTOGRAM_BINS = 5  # score distribution: [0, 20%), [20%, 40%), ... [80%, 100%]

@@ -7,7 +7,6 @@ rich here: pool workers import it.
 """
 
 import hashlib
-import json
 import os
 import re
 
@@ -73,14 +72,3 @@ def file_name(display: str) -> str:
             break
         keep.append(token)
     return "".join(keep) + _HASH_MARK + hashlib.sha256(display.encode()).hexdigest()[:32]
-
-
-def json_text(data) -> str:
-    """`data` as indented JSON to write as UTF-8: readable, or all-ASCII escapes where a string holds
-    something UTF-8 cannot encode (a lone surrogate, e.g. an undecodable byte in a learner's message)."""
-    text = json.dumps(data, ensure_ascii=False, indent=1)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(data, indent=1)
-    return text

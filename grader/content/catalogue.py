@@ -11,6 +11,7 @@ A kata that includes another kata's reference inherits that kata's TODOs and mis
 Reading the catalogue never imports torch.
 """
 
+import ast
 import hashlib
 import re
 import tomllib
@@ -153,6 +154,13 @@ class Kata:
         path = self.folder / f"docstrings.{lang}.toml"
         own = _read_toml(path) if path.exists() else {}
         return texts | own | {"comments": texts["comments"] | own.get("comments", {})}
+
+    @cached_property
+    def warm_imports(self) -> tuple[str, ...]:
+        """The reference's top-level import statements, for the contestants' warm process to run once
+        (so that a contestant loading `from transformers import GPT2LMHeadModel` finds it imported)."""
+        tree = ast.parse(self.solution())
+        return tuple(ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom))
 
     def variant(self, misconception_id: str) -> str:
         item = self.misconception(misconception_id)

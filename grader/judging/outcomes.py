@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from grader.content.i18n import message_language, phrase, say
 from grader.judging.expect import CheckFailed, MissingFunction
 from grader.run.judge import Ending, KnownHang, LearnerRaised, Stopped, where_text
-from grader.run.limits import MEMORY_EXIT
+from grader.run.wire import End
 
 _TODO_IN_MESSAGE = re.compile(r"^TODO (\d+)")
 
@@ -80,37 +80,8 @@ def _raised(kind: str, message: str, where: str, exit_code) -> Outcome:
 def from_ending(ending: Ending, timeout: float) -> Outcome:
     """Explain a contestant that stopped answering (timed out, crashed, exited, or sent garbage)."""
     inside = say(f" inside `{ending.where}`", f"（在 `{ending.where}` 中）") if ending.where else ""
-    if ending.start_error:
-        return Outcome(
-            "error",
-            say(
-                f"the check could not start ({ending.start_error}): processes your code left running "
-                "fill the process table (a fork bomb?)",
-                f"检查无法启动（{ending.start_error}）：你的代码留下的进程占满了进程表（fork 炸弹？）",
-            ),
-        )
-    if ending.lost:
-        return Outcome(
-            "error",
-            say(
-                f"the grading process was killed{inside}, by the file's code?",
-                f"评分进程被杀死{inside}，是文件中的代码所为？",
-            ),
-        )
-    if ending.malformed:
-        return Outcome(
-            "error",
-            say(
-                f"the answer{inside} was not in the grading format ({ending.malformed})",
-                f"返回的答案{inside}不符合评分格式（{ending.malformed}）",
-            ),
-        )
-    if ending.exit_code == MEMORY_EXIT:
-        return Outcome(
-            "error",
-            say(f"memory limit exceeded{inside}: the check ran out of memory", f"超出内存上限{inside}：检查耗尽了内存"),
-        )
-    if ending.timed_out:
+    detail = ending.detail
+    if ending.kind == End.TIMEOUT:
         return Outcome(
             "timeout",
             say(
@@ -118,19 +89,35 @@ def from_ending(ending: Ending, timeout: float) -> Outcome:
                 f"未能在 {timeout:g} 秒内完成{inside}：死循环，或者太慢",
             ),
         )
-    if ending.signal_name:
-        return Outcome(
-            "error",
-            say(f"the process crashed ({ending.signal_name}){inside}", f"进程崩溃（{ending.signal_name}）{inside}"),
-        )
-    return Outcome(
-        "error",
-        say(
-            f"the process exited with status {ending.exit_code}{inside} before the check finished: "
-            "does your code call sys.exit() or os._exit()?",
-            f"进程在检查结束前以状态 {ending.exit_code} 退出{inside}：你的代码是否调用了 sys.exit() 或 os._exit()？",
+    wording = {
+        End.NOT_STARTED: say(
+            f"the check could not start ({detail}): processes your code left running fill the process table "
+            "(a fork bomb?)",
+            f"检查无法启动（{detail}）：你的代码留下的进程占满了进程表（fork 炸弹？）",
         ),
-    )
+        End.LOST: say(
+            f"the grading process was killed{inside}, by the file's code?",
+            f"评分进程被杀死{inside}，是文件中的代码所为？",
+        ),
+        End.MALFORMED: say(
+            f"the answer{inside} was not in the grading format ({detail})",
+            f"返回的答案{inside}不符合评分格式（{detail}）",
+        ),
+        End.MEMORY: say(
+            f"memory limit exceeded{inside}: the check ran out of memory", f"超出内存上限{inside}：检查耗尽了内存"
+        ),
+        End.SIGNAL: say(f"the process crashed ({detail}){inside}", f"进程崩溃（{detail}）{inside}"),
+        End.EXIT: say(
+            f"the process exited with status {detail}{inside} before the check finished: "
+            "does your code call sys.exit() or os._exit()?",
+            f"进程在检查结束前以状态 {detail} 退出{inside}：你的代码是否调用了 sys.exit() 或 os._exit()？",
+        ),
+        End.KILLED: say(
+            f"your code closed its connection to the checks{inside} and kept running",
+            f"你的代码关闭了与检查程序的连接{inside}，却仍在运行",
+        ),
+    }
+    return Outcome("error", wording[ending.kind])
 
 
 def import_failure(raised: dict) -> str:

@@ -7,6 +7,10 @@ grader.judging.session and grader.run), and can write the result as JSON:
     pytest --kata group_advantages --kata-file kata_workspace/group_advantages.py
     pytest --kata grpo_loss --kata-target misconception:old_not_detached --kata-report out.json
 
+The contestants' warm process comes with an arena (grader.run.arena): whoever keeps one hands it
+over with `run_pytest(arguments, arena)` (`kata check`'s judge process, a `kata grade` worker's
+judge for each file); a plain pytest run starts its own.
+
 Checks receive three fixtures: `learner` (the module under test, a grader.run.judge.Contestant:
 a fresh process per check, every call crossing as data), `reference` (the reference module, in
 this process) and `expect` (see grader.judging.expect), and say which TODO they grade with
@@ -14,24 +18,24 @@ this process) and `expect` (see grader.judging.expect), and say which TODO they 
 (a check with neither is the function's input contract).
 """
 
-import socket
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from grader import DEFAULT_TIMEOUT
-from grader.classroom.names import json_text
 from grader.content.catalogue import UnknownKata, get_kata
 from grader.content.i18n import PHRASES, message_language, set_message_language
-from grader.files import atomic_write
-from grader.judging.targets import BUILTIN_TARGETS, TargetError, warm_imports
+from grader.files import atomic_write, json_text
+from grader.judging.targets import BUILTIN_TARGETS, TargetError
 from grader.oracles.against import TRL_VERSION, AgainstError, TrlUnavailable, require
-from grader.run import sandbox, warm
+from grader.run import sandbox
+from grader.run.arena import Arena
 from grader.run.limits import Limits
 
 SESSION = pytest.StashKey[object]()  # the grader.judging.session.KataSession (imported late: it imports torch)
 LANGUAGE = pytest.StashKey[str]()  # the message language before this run
+ARENA = pytest.StashKey[Arena]()  # the arena the caller handed over (run_pytest)
+OWNED = pytest.StashKey[Arena]()  # the arena this run started itself, closed at its end
 
 HELP_KATA = "grade against the checks of kata SLUG (enables this plugin)"
 HELP_FILE = "the file to grade"
@@ -41,9 +45,7 @@ HELP_REPORT = "write the grading result as JSON to PATH"
 HELP_MEMORY = "memory each check's process may add, in MB (default: no limit)"
 HELP_PROCESSES = "processes each check may start, when not run as root (default: no limit)"
 HELP_SANDBOX = "run the file's code in the OS sandbox: auto (where it works), on (or refuse), off"
-HELP_WARM_FD = "the control socket of a warm process started by the caller (grader.run.warm), to use"
 HELP_LANG = "the language of the checks' messages (default en)"
-HELP_DROP = "the folder that warm process's sandbox sees at /kata/drop (with --kata-warm-fd)"
 HELP_FINGERPRINTS = "remember in folder PATH how each misconception variant fails each check (naming is faster)"
 HELP_AGAINST = f"take expected values from trl (TRL {TRL_VERSION}'s own code) where it has the function"
 
@@ -60,8 +62,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-processes", metavar="N", type=int, help=HELP_PROCESSES)
     group.addoption("--kata-against", metavar="ORACLE", help=HELP_AGAINST)
     group.addoption("--kata-sandbox", choices=sandbox.CHOICES, default="auto", help=HELP_SANDBOX)
-    group.addoption("--kata-warm-fd", metavar="FD", type=int, help=HELP_WARM_FD)
-    group.addoption("--kata-drop", metavar="PATH", help=HELP_DROP)
     group.addoption("--kata-fingerprints", metavar="PATH", help=HELP_FINGERPRINTS)
     group.addoption("--kata-lang", choices=tuple(PHRASES), default="en", help=HELP_LANG)
 
@@ -74,6 +74,23 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args):
     return (yield)
 
 
+def run_pytest(arguments: list[str], arena: Arena) -> int:
+    """pytest with `arguments`, its contestants in `arena`: the one way a caller hands a judge its arena."""
+    return int(pytest.main(arguments, plugins=[Given(arena)]))
+
+
+class Given:
+    """The plugin object `run_pytest` registers: it puts the caller's arena where pytest_configure finds it."""
+
+    def __init__(self, arena: Arena):
+        self.arena = arena
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        """Hand the arena over, before the grading plugin configures."""
+        config.stash[ARENA] = self.arena
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register the `todo` marker; with --kata, set up the grading session and its checks."""
     config.addinivalue_line("markers", "todo(number): the TODO of the kata that this check grades")
@@ -81,8 +98,6 @@ def pytest_configure(config: pytest.Config) -> None:
     slug = config.getoption("kata")
     if not slug:
         return
-    from grader.judging import session
-
     config.stash[LANGUAGE] = message_language()  # restored at the end (an in-process run leaves it as it was)
     set_message_language(config.getoption("kata_lang"))
     try:
@@ -93,22 +108,15 @@ def pytest_configure(config: pytest.Config) -> None:
             require(against, kata.slug)
         timeout = config.getoption("kata_timeout")
         target = _target(config)
-        started = None
-        warm_fd = config.getoption("kata_warm_fd")
-        if warm_fd is not None:  # `kata check` started it before this process (grader.run.grading)
-            drop = config.getoption("kata_drop")
-            started = (None, socket.socket(fileno=warm_fd), Path(drop) if drop else None)
-        elif session.SHARED_ZYGOTE is None:  # the warm process first: it imports torch while this one does
-            drop = (
-                Path(tempfile.mkdtemp(prefix="kata-drop-"))
-                if sandbox.choose(config.getoption("kata_sandbox"))
-                else None
-            )
-            started = (*warm.start(warm_imports(kata), drop), drop)
-        fingerprints = config.getoption("kata_fingerprints")
-        config.stash[SESSION] = session.KataSession(
-            kata, target, timeout, limits, against, started, Path(fingerprints) if fingerprints else None
-        )
+        arena = config.stash.get(ARENA, None)
+        if arena is None:  # a plain pytest run: the warm process first, to import torch while this one does
+            fingerprints = config.getoption("kata_fingerprints")
+            sandboxed = sandbox.choose(config.getoption("kata_sandbox"))
+            arena = Arena.start(kata.warm_imports, sandboxed, Path(fingerprints) if fingerprints else None)
+            config.stash[OWNED] = arena
+        from grader.judging import session
+
+        config.stash[SESSION] = session.KataSession(kata, target, timeout, arena, limits, against)
     except (UnknownKata, TargetError, AgainstError, TrlUnavailable, sandbox.Unavailable) as error:
         raise pytest.UsageError(str(error)) from None
     if config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -125,10 +133,12 @@ def _target(config: pytest.Config) -> str | Path:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """End the warm contestant process; give the process back its message language."""
+    """End the session (and the warm process, if this run started it); give back the message language."""
     kata_session = config.stash.get(SESSION, None)
     if kata_session:
         kata_session.close()
+    if OWNED in config.stash:
+        config.stash[OWNED].close()
     if LANGUAGE in config.stash:
         set_message_language(config.stash[LANGUAGE])
 
@@ -169,9 +179,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = session.config.getoption("kata_report")
     if kata_session is None:
         return
-    kata_session.close_file()  # every process the file started is gone before its result is written
+    kata_session.close_file()  # the variants' contestants end before the hybrids start
     kata_session.locate()
-    kata_session.close_file()
+    kata_session.close()  # every process the file started is gone before its result is written
     if not path:
         return
     atomic_write(Path(path), json_text(kata_session.result().to_json()))

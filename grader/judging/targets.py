@@ -5,7 +5,6 @@ A target is a `Path` (a file, whatever its name) or a built-in name: "reference"
 or "misconception:<id>".
 """
 
-import ast
 from pathlib import Path
 
 from grader.content.catalogue import Kata
@@ -46,10 +45,3 @@ def _read_file(path: Path) -> tuple[str, str]:
         raise TargetError(f"{spec} is not UTF-8 text") from None
     except OSError as error:
         raise TargetError(f"cannot read {spec}: {error.strerror}") from None
-
-
-def warm_imports(kata: Kata) -> list[str]:
-    """The reference's top-level import statements, for the warm process to run once (so that a
-    contestant loading `from transformers import GPT2LMHeadModel` finds it imported already)."""
-    tree = ast.parse(kata.solution())
-    return [ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]

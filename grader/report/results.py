@@ -55,6 +55,7 @@ class GradeResult:
     against: str | None = None  # "trl" when graded with --against trl
     sandboxed: bool = False  # whether the file's code ran inside the OS sandbox (grader.run.sandbox)
     location: Location | None = None  # where a failing file differs from the reference; None if it passes
+    seccomp: bool = False  # whether every contestant ran under the seccomp filter (grader.run.privileges)
 
     @property
     def passed(self) -> int:
@@ -100,6 +101,7 @@ class GradeResult:
             "target": self.target,
             "against": self.against,
             "sandboxed": self.sandboxed,
+            "seccomp": self.seccomp,
             "passed": self.passed,
             "failed": self.failed,
             "score": self.score,
@@ -122,4 +124,5 @@ class GradeResult:
             data.get("against"),
             data.get("sandboxed") is True,
             Location.from_json(data.get("location")),
+            data.get("seccomp") is True,
         )

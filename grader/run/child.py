@@ -2,12 +2,11 @@
 in a scratch folder, its output to a log file, with a deadline after which its process group is
 killed, and an account of how it ended.
 
-    ended = run_judge(arguments, scratch, log, limit=120.0)              # `kata check`: a fresh Python
-    ended = run_judge(arguments, scratch, log, limit=120.0, fork=True)   # a warm batch worker: a fork
+    ended = run_judge(["-m", "grader.judging", ...], scratch, log, limit=120.0)   # `kata check`: a fresh Python
+    ended = run_judge(judge, scratch, log, limit=120.0)                          # a warm worker: a fork calling judge()
 
-Either way the judge runs `_judge`: pytest, then an exit without the interpreter's teardown.
-
-No torch here: `kata check` calls it from the `kata` process.
+Either way the judge's last act is `exit_after`: an exit with its status, without the
+interpreter's teardown. No torch here: `kata check` calls it from the `kata` process.
 """
 
 import os
@@ -15,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,20 +34,17 @@ class Ended:
         return ""
 
 
-def run_judge(
-    arguments: list[str], scratch: Path, log: Path, limit: float, fork: bool = False, pass_fds: tuple = ()
-) -> Ended:
-    """Run pytest with `arguments` in `scratch` (also HOME and TMPDIR) for at most `limit` seconds.
-
-    `pass_fds`: descriptors a spawned judge inherits (the warm process's control socket).
-    `fork`: a fork of this process (which has imported pytest and torch already) instead of a new
-    Python. Either way the child leads its own process group, which is killed at the deadline.
+def run_judge(judge: list[str] | Callable[[], int], scratch: Path, log: Path, limit: float) -> Ended:
+    """Run the judge in `scratch` (also HOME and TMPDIR) for at most `limit` seconds: a new Python
+    with the arguments `judge`, or a fork of this process (which has imported pytest and torch
+    already) that calls `judge()` and exits with what it returns. Either way the child leads its
+    own process group, which is killed at the deadline.
     """
     output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        pid = os.fork() if fork else _spawn(arguments, scratch, output, pass_fds)
-        if fork and pid == 0:
-            _forked_judge(arguments, scratch, output)
+        pid = os.fork() if callable(judge) else _spawn(judge, scratch, output)
+        if callable(judge) and pid == 0:
+            _forked(judge, scratch, output)
     finally:
         os.close(output)
     deadline = time.monotonic() + limit
@@ -69,10 +66,9 @@ def _environment(scratch: Path) -> dict:
     return dict(os.environ, HOME=str(scratch), TMPDIR=str(scratch), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
 
 
-def _spawn(arguments: list[str], scratch: Path, output: int, pass_fds: tuple) -> int:
+def _spawn(arguments: list[str], scratch: Path, output: int) -> int:
     process = subprocess.Popen(
-        [sys.executable, "-m", "grader.run.child", *arguments],
-        pass_fds=pass_fds,
+        [sys.executable, *arguments],
         cwd=scratch,
         env=_environment(scratch),
         stdin=subprocess.DEVNULL,
@@ -84,13 +80,16 @@ def _spawn(arguments: list[str], scratch: Path, output: int, pass_fds: tuple) ->
     return process.pid
 
 
-def _forked_judge(arguments: list[str], scratch: Path, output: int) -> None:
-    """In the forked child: take the scratch folder as home, run pytest, exit with its status."""
+def _forked(judge: Callable[[], int], scratch: Path, output: int) -> None:
+    """In the forked child: take the scratch folder as home, call `judge`, exit with its status."""
     try:
         import resource
         import tempfile
 
+        from grader.run import privileges
+
         os.setsid()
+        privileges.die_with_parent()
         os.chdir(scratch)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         os.dup2(output, 1)
@@ -104,17 +103,18 @@ def _forked_judge(arguments: list[str], scratch: Path, output: int) -> None:
 
         traceback.print_exc()
         os._exit(70)
-    _judge(arguments)
+    exit_after(judge)
 
 
-def _judge(arguments: list[str]) -> None:
-    """Run pytest, flush what it wrote and exit with its status, skipping the interpreter's
+def exit_after(judge: Callable[[], int]) -> None:
+    """Call `judge`, flush what it wrote and exit with its status, skipping the interpreter's
     teardown (with torch loaded it takes ~0.5 s, and the judge has nothing left to clean)."""
     code = 70
     try:
-        import pytest
+        from grader.run import privileges
 
-        code = int(pytest.main(arguments))
+        privileges.non_dumpable()
+        code = int(judge())
     except BaseException:
         import traceback
 
@@ -141,7 +141,3 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-if __name__ == "__main__":  # a spawned judge (_spawn)
-    _judge(sys.argv[1:])

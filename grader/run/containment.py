@@ -3,7 +3,7 @@ together, and a way to end every one of them.
 
 Where the judge may write cgroups (root on most Linux hosts: cgroup v1 with the `pids` and
 `memory` controllers, as here, or cgroup v2 with both enabled), each box is a fresh cgroup named
-`kata-grade-<pid>-<n>` in each hierarchy, with `pids.max` and a memory limit. The judge creates
+`kata-grade-<pid>-<random>` in each hierarchy, with `pids.max` and a memory limit. The judge creates
 it, moves the file's box process in (`add`, with the pid the kernel reported; every process it
 forks is then counted too), and `close()` kills every process still in it, whichever session or
 process group it made for itself, before it removes the cgroup. A contestant cannot write it: the
@@ -15,8 +15,8 @@ a file, RLIMIT_AS caps each process's memory, and RLIMIT_NPROC caps a user other
 `clean_leftovers()` removes the boxes of a run that was killed (their processes first).
 """
 
-import itertools
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -24,7 +24,6 @@ from pathlib import Path
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MAX_TASKS = 64  # processes and threads one file's contestants may hold at once
 PREFIX = "kata-grade-"
-_names = itertools.count()
 
 
 def hierarchies() -> list[Path]:
@@ -64,7 +63,7 @@ class Box:
 
     def __init__(self, max_tasks: int = MAX_TASKS, memory_mb: int | None = None):
         self.paths: list[Path] = []
-        name = f"{PREFIX}{os.getpid()}-{next(_names)}"
+        name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"  # the maker's pid first (clean_leftovers)
         for root in hierarchies():
             path = root / name
             try:

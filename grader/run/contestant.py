@@ -1,37 +1,44 @@
-"""The contestant side: where learner code runs, and nothing else that matters.
+"""The contestant side: where learner code runs, and the warm process that forks it.
 
-`python -m grader.run.contestant FD [MODULE ...]` starts a *warm* process (inside the sandbox,
-grader.run.sandbox, where there is one): it imports torch (and the MODULEs a kata needs, e.g.
-transformers), then waits on the control socket FD for the judge. It never runs learner code.
-For each graded file, `open` forks the file's *box*: in the sandbox, a process in user, pid and
-mount namespaces of the file's own with a private capped tmpfs as its cwd (pid 1 there, so that
-when it ends, everything the file started ends); otherwise a plain fork in the judge's scratch
-folder. For each check the box's `spawn` forks a *contestant*: a fresh process that loads one
-module from source (a learner file, a misconception variant, a hybrid) and answers the judge's
-requests on a socket of its own until that socket closes. `end` kills a contestant's whole
-process group and says how it ended; ending the box ends every process the file started.
+`python -P -m grader.run.contestant FD MODE [IMPORT ...]` starts the *warm* process (inside the
+sandbox, grader.run.sandbox, when MODE is "sandboxed"; "guarded" outside it): it imports torch
+(and the IMPORTs a kata needs, e.g. transformers), makes itself non-dumpable, and answers the
+judge on the control socket FD. It never runs learner code. It answers two requests (grader.run.wire):
 
-The contestant process holds no reference, no expected value, no check and no result: only the
-module under test, the objects the judge asked it to keep (handles), and what the builders in
-`grader.builders` made. What it sends back is data in the wire format (grader.run.wire).
+    SPAWN  world {work, size_mb}, memory_mb, processes; fds: the contestant's channel and output
+           -> SPAWNED {pid} (or NOT_STARTED {why})
+    END    pid, ending (its channel closed: it is on its way out) -> ENDED {end, detail}
 
-Requests (one message each; every answer is {"value": ...}, or {"raised": {...}} when the
-learner's code raised, or {"refused": "..."} when an answer is not plain data):
+Each SPAWN forks a *contestant* straight from the warm process, into a world of its own: in the
+sandbox, pid 1 of a pid namespace of its own, with mount, IPC and user namespaces and fresh tmpfs
+at its cwd, /tmp and /dev/shm (sandbox.enter_world); outside it, its own session and a fresh
+temporary folder. Either way it holds a copy of the staged folder `work` (None: an empty folder),
+gives up every capability, sets no_new_privs, installs the seccomp filter (grader.run.privileges)
+and its resource limits, says READY {seccomp} on its channel (the judge reads its pid from the
+kernel then, and puts it in the file's cgroup), and only then loads the module it is sent (LOAD)
+and answers requests until the channel closes. Ending a contestant kills it, and with it (pid 1
+of its namespace, or the leader of its session outside the sandbox) every process it started.
 
-    call      target (a name in the module, or a handle), method (optional), args, kwargs,
+A contestant holds no reference, no expected value, no check and no result: only the module
+under test, the objects the judge asked it to keep (handles), and what the builders in
+`grader.builders` made. Requests (answers: VALUE {value}, RAISED {raised}, MISSING {name},
+REFUSED {why}):
+
+    LOAD      source, name ("<...>" or a file name in its work folder): LOADED, or RAISED
+    CALL      target (a name in the module, or a handle), method (optional), args, kwargs,
               keep (return a handle instead of data), changes (answer {"result", "after"}: the
               top-level tensor arguments as they are after the call, for the judge to compare),
               backward (the output's index path and a cotangent: backpropagate the picked output,
               or sum(output * cotangent); answer {"output", "grads"}: the gradient of every
               top-level argument tensor that required grad, in order, None where none came)
-    get       target, attr: an attribute as data (or a handle with keep)
-    build     builder ("module.function" in grader.builders), args, kwargs: a handle
-    copy      target: a deep copy, as a new handle
-    state     target: the object's state_dict, detached
-    params    target: {name: [requires_grad, grad or None]} for every parameter
-    assign    target, values {name: tensor}: copied in place into the parameters and buffers
-    seed      value: torch.manual_seed(value)
-    rng       torch's global generator state
+    GET       target, attr: an attribute as data (or a handle with keep)
+    BUILD     builder ("module.function" in grader.builders), args, kwargs: a handle
+    COPY      target: a deep copy, as a new handle
+    STATE     target: the object's state_dict, detached
+    PARAMS    target: {name: [requires_grad, grad or None]} for every parameter
+    ASSIGN    target, values {name: tensor}: copied in place into the parameters and buffers
+    SEED      value: torch.manual_seed(value)
+    RNG       torch's global generator state
 """
 
 import ast
@@ -42,117 +49,137 @@ import gc
 import importlib
 import importlib.abc
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 import traceback
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import torch
 
-from grader.run import limits, sandbox, wire
+from grader.run import limits, privileges, sandbox, wire
 from grader.run.source import load_module
+from grader.run.warm import GUARDED, SANDBOXED
+from grader.run.wire import Answer, End, Op
 
-# -- the warm process, and one file's box -------------------------------------------------------
+ENDING_GRACE = 1.0  # seconds a contestant whose channel closed gets to exit by itself
 
 
-def serve(control: socket.socket, pid1: bool = False) -> None:
-    """Answer `open` (the warm process: fork a file's box) or `spawn` and `end` (a file's box).
+# -- the warm process -----------------------------------------------------------------------------
 
-    Exits the loop when the judge closes `control`; every process forked here is ended then. In a
-    sandboxed box (`pid1`: pid 1 of the file's namespace) orphans become ours and are collected
-    too, and when this process exits the kernel kills every process left in the namespace.
-    """
-    children: dict[int, int | None] = {}  # pid -> wait status once reaped
-    while True:
-        _reap(children, everyone=pid1)
-        try:
-            _, fds, _, _ = socket.recv_fds(control, 1, 2)
-            request = wire.read_message(control.recv)
-        except (EOFError, OSError, wire.WireError):
-            break
-        op = request.get("op")
-        if op in ("open", "spawn"):
-            sys.stdout.flush()
-            sys.stderr.flush()
+
+@dataclass
+class _Child:
+    status: int | None = None  # its wait status, once reaped
+    folder: str | None = None  # outside the sandbox: its temporary work folder, removed when it ends
+
+
+class Warm:
+    """The warm process's loop: fork contestants (SPAWN), end them (END), until the judge leaves."""
+
+    def __init__(self, control: socket.socket, sandboxed: bool):
+        self.control = control
+        self.sandboxed = sandboxed
+        self.children: dict[int, _Child] = {}
+        self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if sandboxed else -1
+
+    def serve(self) -> None:
+        """Answer requests until the control socket closes; then end every contestant left."""
+        while True:
+            self._reap()
             try:
-                pid = os.fork()
-            except OSError as error:  # EAGAIN: the box's process cap is full (a fork bomb left its processes)
-                for fd in fds:
-                    os.close(fd)
-                control.sendall(wire.pack({"start_error": error.strerror or str(error)}))
-                continue
-            if pid == 0:
-                control.close()
-                (_file_box if op == "open" else _contestant)(*fds, request)
-            for fd in fds:
-                os.close(fd)
-            children[pid] = None
-            control.sendall(wire.pack({"pid": pid}))
-        elif op == "end":
-            pid = request.get("pid")
-            if pid in children:
-                status = children.pop(pid)
-                if status is None and request.get("ending"):  # its channel closed: it is on its way out
-                    status = _wait(pid, 1.0)
-                control.sendall(wire.pack(_end(pid, status)))
-            else:
-                control.sendall(wire.pack({"exit": None}))
-    for pid, status in children.items():
-        _end(pid, status)
+                message, fds = wire.receive_fds(self.control, 2)
+                handler = _WARM_HANDLERS[wire.op_of(message)]
+            except (EOFError, OSError, wire.WireError, KeyError):
+                break
+            wire.send(self.control, handler(self, message, fds))
+        for pid in list(self.children):
+            self._finish(pid)
 
-
-def _file_box(channel_fd: int, request: dict) -> None:
-    """In the warm process's fork: become one file's box, then serve its spawns; never returns.
-
-    Sandboxed, it enters namespaces of its own and forks the box proper as pid 1 there, with
-    the file's private tmpfs as cwd; this process only waits for it. Otherwise the box is this
-    process, in the judge's scratch folder.
-    """
-    code = 0
-    channel = socket.socket(fileno=channel_fd)
-    try:
-        os.setsid()
-        if request["sandboxed"]:
-            sandbox.enter_file_namespaces()
-            child = os.fork()
-            if child:
-                channel.close()
-                code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
-                return
-            sandbox.private_work(request["work"], request["tmpfs_mb"])
-            work = sandbox.WORK
-        else:
-            work = request["work"]
-        os.chdir(work)
-        os.environ.update(HOME=work, TMPDIR=work)
-        channel.sendall(b"R" + wire.pack({"ready": True}))  # the kernel gives the judge our pid with the "R"
-        serve(channel, pid1=request["sandboxed"])
-    except BaseException as error:
+    def spawn(self, message: dict, fds: list[int]) -> dict:
+        """Fork a contestant into a world of its own (see the module docstring)."""
+        world = message["world"]
+        child = _Child()
+        if not self.sandboxed:
+            child.folder = tempfile.mkdtemp(prefix="kata-contestant-")
+            if world.get("work"):
+                shutil.copytree(world["work"], child.folder, dirs_exist_ok=True, symlinks=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = 0
         try:
-            channel.sendall(b"R" + wire.pack({"error": f"{type(error).__name__}: {error}"}))
-        except OSError:
+            if self.sandboxed:
+                sandbox.new_pid_namespace()
+            pid = os.fork()
+        except OSError as error:  # EAGAIN: the process table or the user's cap is full
+            _close(fds)
+            _remove(child.folder)
+            return wire.reply(Answer.NOT_STARTED, why=error.strerror or str(error))
+        finally:
+            if self.sandboxed and pid != 0:
+                sandbox.back_to_own(self.own_pid_namespace)
+        if pid == 0:
+            self.control.close()
+            _contestant(*fds, world, message, child.folder)
+        _close(fds)
+        self.children[pid] = child
+        return wire.reply(Answer.SPAWNED, pid=pid)
+
+    def end(self, message: dict, fds: list[int]) -> dict:
+        """End contestant `pid` and say how it ended."""
+        pid = message.get("pid")
+        if pid not in self.children:
+            return wire.reply(Answer.ENDED, end=End.KILLED.value, detail=None)
+        if self.children[pid].status is None and message.get("ending"):
+            self.children[pid].status = _wait(pid, ENDING_GRACE)
+        end, detail = self._finish(pid)
+        return wire.reply(Answer.ENDED, end=end.value, detail=detail)
+
+    def _finish(self, pid: int) -> tuple[End, str | int | None]:
+        """Kill `pid` (its namespace, or its session) and collect it; how it had ended."""
+        child = self.children.pop(pid)
+        status = child.status
+        if status is None:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            status = status if done else None
+        try:
+            os.kill(pid, signal.SIGKILL) if self.sandboxed else os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
-        code = 71
-    finally:
-        os._exit(code)
+        if status is None:
+            os.waitpid(pid, 0)
+        _remove(child.folder)
+        if status is None:
+            return End.KILLED, None
+        if os.WIFSIGNALED(status):
+            return End.SIGNAL, signal.Signals(os.WTERMSIG(status)).name
+        code = os.WEXITSTATUS(status)
+        return (End.MEMORY, code) if code == limits.MEMORY_EXIT else (End.EXIT, code)
+
+    def _reap(self) -> None:
+        """Collect contestants that ended by themselves, keeping how they ended."""
+        for pid, child in self.children.items():
+            if child.status is None:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    child.status = status
 
 
-def _end(pid: int, status: int | None) -> dict:
-    """Kill contestant `pid`'s process group; how it ended: {"killed": True}, {"exit": code} or {"signal": name}."""
-    if status is None:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        status = status if done else None
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if status is None:
-        os.waitpid(pid, 0)
-        return {"killed": True}
-    if os.WIFSIGNALED(status):
-        return {"signal": signal.Signals(os.WTERMSIG(status)).name}
-    return {"exit": os.WEXITSTATUS(status)}
+_WARM_HANDLERS = MappingProxyType({Op.SPAWN: Warm.spawn, Op.END: Warm.end})
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
+def _remove(folder: str | None) -> None:
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _wait(pid: int, seconds: float) -> int | None:
@@ -166,36 +193,26 @@ def _wait(pid: int, seconds: float) -> int | None:
     return None
 
 
-def _reap(children: dict[int, int | None], everyone: bool = False) -> None:
-    """Collect contestants that ended by themselves (or by a box), keeping how they ended.
-
-    `everyone`: as pid 1, also collect the orphans the file's processes left (they become ours).
-    """
-    for pid, status in children.items():
-        if status is None:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                children[pid] = status
-    while everyone:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if not pid:
-            return
-        if pid in children:
-            children[pid] = status
-
-
 # -- one contestant -------------------------------------------------------------------------------
 
 
-def _contestant(channel_fd: int, output_fd: int, request: dict) -> None:
-    """In the file box's fork: bound it, load the module, answer requests; never returns."""
+def _contestant(channel_fd: int, output_fd: int, world: dict, message: dict, folder: str | None) -> None:
+    """In the warm process's fork: enter a world of its own, give up every privilege, then serve
+    the judge; never returns."""
     code = 0
     try:
         os.setsid()
-        limits.apply(limits.Limits(request.get("memory_mb"), request.get("processes")))
+        _keep_only(channel_fd, output_fd)
+        if folder is None:  # in the sandbox
+            sandbox.enter_world(world.get("work"), world["size_mb"])
+            folder = sandbox.WORK
+        os.chdir(folder)
+        os.environ.update(HOME=folder, TMPDIR=folder)
+        tempfile.tempdir = None
+        _give_up_privileges(required=folder == sandbox.WORK)  # in the sandbox, a capability left is fatal
+        seccomp = privileges.seccomp_filter()
+        alone = folder == sandbox.WORK  # the only task of a user namespace of its own
+        limits.apply(limits.Limits(message.get("memory_mb"), message.get("processes")), 1 if alone else None)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(output_fd, 1)
@@ -206,7 +223,8 @@ def _contestant(channel_fd: int, output_fd: int, request: dict) -> None:
         sys.stderr = open(2, "w", closefd=False, encoding="utf-8", errors="replace", buffering=1)  # noqa: SIM115
         faulthandler.enable(sys.stderr)  # a crash shows the learner's line in the captured output
         channel = socket.socket(fileno=channel_fd)
-        Server(channel, request["source"], request["filename"]).serve()
+        wire.send(channel, wire.reply(Answer.READY, seccomp=seccomp))
+        Server(channel).serve()
     except MemoryError:
         code = limits.MEMORY_EXIT
     except BaseException:
@@ -218,6 +236,24 @@ def _contestant(channel_fd: int, output_fd: int, request: dict) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _keep_only(*fds: int) -> None:
+    """Close every descriptor the warm process had but 0, 1, 2 and `fds`."""
+    edges = [2, *sorted(fds)]
+    for low, high in zip(edges, [*edges[1:], 1 << 20]):
+        os.closerange(low + 1, high)
+
+
+def _give_up_privileges(required: bool) -> None:
+    """Every capability gone, and no exec may bring one back. In the sandbox a capability left is
+    fatal (the contestant never loads its module); outside it there are usually none to drop."""
+    try:
+        privileges.drop_capabilities()
+    except OSError:
+        if required:
+            raise
+    privileges.no_new_privileges()
 
 
 def learner_line(error: BaseException, filename: str) -> list | None:
@@ -251,28 +287,18 @@ def _text(error: BaseException) -> str:
 
 
 class Server:
-    """Answers the judge's requests about one module loaded from source."""
+    """Answers the judge's requests about one module loaded from source (the first request, LOAD)."""
 
-    def __init__(self, channel: socket.socket, source: str, filename: str):
+    def __init__(self, channel: socket.socket):
         self.channel = channel
-        self.filename = filename
+        self.filename = "<not loaded>"
+        self.module = None
         self.objects: dict[int, object] = {}
-        try:
-            self.module = load_module(source, filename, "kata_under_test")
-        except BaseException as error:
-            self.module = None
-            self.load_error = raised(error, filename)
-            if isinstance(error, MemoryError):
-                traceback.clear_frames(error.__traceback__)
-        else:
-            self.load_error = None
 
     def serve(self) -> None:
-        gc.collect()
-        self._send({"loaded": self.load_error is None, "raised": self.load_error})
         while True:
             try:
-                request = wire.read_message(self.channel.recv, self._object)
+                request = wire.receive(self.channel, self._object)
             except EOFError:
                 return
             self._send(self.answer(request))
@@ -281,42 +307,96 @@ class Server:
         try:
             data = wire.pack(message, self._keep if message.pop("keep", False) else None)
         except wire.WireRefusal as refusal:
-            data = wire.pack({"refused": str(refusal)})
+            data = wire.pack(wire.reply(Answer.REFUSED, why=str(refusal)))
         self.channel.sendall(data)
 
     def answer(self, request: dict) -> dict:
-        op = request.get("op")
+        """The answer to one request (see the module docstring)."""
         try:
-            if op == "call":
-                return self._call(request)
-            if op == "get":
-                return {"value": self._target(request, request["attr"]), "keep": request.get("keep", False)}
-            if op == "build":
-                module_name, _, function = request["builder"].rpartition(".")
-                builder = getattr(importlib.import_module(f"grader.builders.{module_name}"), function)
-                return {"value": builder(*request["args"], **request["kwargs"]), "keep": True}
-            if op == "copy":
-                return {"value": copy.deepcopy(request["target"]), "keep": True}
-            if op == "state":
-                return {"value": {k: v.detach().clone() for k, v in request["target"].state_dict().items()}}
-            if op == "params":
-                params = request["target"].named_parameters()
-                return {"value": {n: [p.requires_grad, _plain(p.grad)] for n, p in params}}
-            if op == "assign":
-                return {"value": _assign(request["target"], request["values"])}
-            if op == "seed":
-                torch.manual_seed(request["value"])
-                return {"value": None}
-            if op == "rng":
-                return {"value": torch.random.get_rng_state()}
+            handler = _HANDLERS[wire.op_of(request)]
+            if self.module is None and handler is not Server.load:
+                return wire.reply(Answer.MISSING, name=str(request.get("target")))
+            return handler(self, request)
         except MissingName as missing:
-            return {"missing": str(missing)}
+            return wire.reply(Answer.MISSING, name=str(missing))
         except BaseException as error:  # learner code raised (or exited, or ran out of memory)
-            answer = {"raised": raised(error, self.filename)}
+            answer = wire.reply(Answer.RAISED, raised=raised(error, self.filename))
             if isinstance(error, MemoryError):
                 traceback.clear_frames(error.__traceback__)
             return answer
-        return {"refused": f"unknown request {op!r}"}
+
+    def load(self, request: dict) -> dict:
+        name = request["name"]
+        in_folder = not name.startswith("<")
+        self.filename = os.path.join(os.getcwd(), name) if in_folder else name
+        self.module = load_module(
+            request["source"], self.filename, "kata_under_test", os.getcwd() if in_folder else None
+        )
+        gc.collect()
+        return wire.reply(Answer.LOADED)
+
+    def get(self, request: dict) -> dict:
+        return wire.reply(Answer.VALUE, value=self._target(request, request["attr"]), keep=request.get("keep", False))
+
+    def build(self, request: dict) -> dict:
+        module_name, _, function = request["builder"].rpartition(".")
+        builder = getattr(importlib.import_module(f"grader.builders.{module_name}"), function)
+        return wire.reply(Answer.VALUE, value=builder(*request["args"], **request["kwargs"]), keep=True)
+
+    def copy(self, request: dict) -> dict:
+        return wire.reply(Answer.VALUE, value=copy.deepcopy(request["target"]), keep=True)
+
+    def state(self, request: dict) -> dict:
+        state = {key: value.detach().clone() for key, value in request["target"].state_dict().items()}
+        return wire.reply(Answer.VALUE, value=state)
+
+    def params(self, request: dict) -> dict:
+        found = {name: [p.requires_grad, _plain(p.grad)] for name, p in request["target"].named_parameters()}
+        return wire.reply(Answer.VALUE, value=found)
+
+    def assign(self, request: dict) -> dict:
+        target = request["target"]
+        state = dict(target.named_parameters()) | dict(target.named_buffers())
+        with torch.no_grad():
+            for name, value in request["values"].items():
+                state[name].copy_(value)
+        return wire.reply(Answer.VALUE, value=None)
+
+    def seed(self, request: dict) -> dict:
+        torch.manual_seed(request["value"])
+        return wire.reply(Answer.VALUE, value=None)
+
+    def rng(self, request: dict) -> dict:
+        return wire.reply(Answer.VALUE, value=torch.random.get_rng_state())
+
+    def call(self, request: dict) -> dict:
+        fn = self._target(request, request.get("method"))
+        if not callable(fn):
+            raise MissingName(request.get("method") or request["target"])
+        args, kwargs = request["args"], request["kwargs"]
+        top = [value for value in [*args, *kwargs.values()] if type(value) is torch.Tensor]
+        result = fn(*args, **kwargs)
+        if request.get("changes"):  # the judge compares them with what it sent
+            return wire.reply(Answer.VALUE, value={"result": result, "after": [value.detach() for value in top]})
+        backward = request.get("backward")
+        if backward is None:
+            return wire.reply(Answer.VALUE, value=result, keep=request.get("keep", False))
+        output = result
+        for step in backward["path"]:
+            output = output[step]
+        if type(output) is not torch.Tensor:
+            return wire.reply(Answer.VALUE, value={"output": output, "grads": None})
+        cotangent = backward.get("cotangent")
+        if cotangent is not None:
+            output = (output * cotangent.to(output.dtype)).sum()
+        if output.ndim != 0:
+            return wire.reply(Answer.VALUE, value={"output": output.detach(), "grads": None})
+        if output.requires_grad:
+            output.backward()
+        leaves = [value for value in top if value.requires_grad]
+        return wire.reply(
+            Answer.VALUE, value={"output": output.detach(), "grads": [_plain(leaf.grad) for leaf in leaves]}
+        )
 
     def _target(self, request: dict, attr: str | None = None):
         target = request.get("target")
@@ -331,33 +411,6 @@ class Server:
         if not hasattr(target, attr):
             raise MissingName(attr)
         return getattr(target, attr)
-
-    def _call(self, request: dict) -> dict:
-        fn = self._target(request, request.get("method"))
-        if not callable(fn):
-            raise MissingName(request.get("method") or request["target"])
-        args, kwargs = request["args"], request["kwargs"]
-        top = [value for value in [*args, *kwargs.values()] if type(value) is torch.Tensor]
-        result = fn(*args, **kwargs)
-        if request.get("changes"):  # the judge compares them with what it sent
-            return {"value": {"result": result, "after": [value.detach() for value in top]}}
-        backward = request.get("backward")
-        if backward is None:
-            return {"value": result, "keep": request.get("keep", False)}
-        output = result
-        for step in backward["path"]:
-            output = output[step]
-        if type(output) is not torch.Tensor:
-            return {"value": {"output": output, "grads": None}}
-        cotangent = backward.get("cotangent")
-        if cotangent is not None:
-            output = (output * cotangent.to(output.dtype)).sum()
-        if output.ndim != 0:
-            return {"value": {"output": output.detach(), "grads": None}}
-        if output.requires_grad:
-            output.backward()
-        leaves = [value for value in top if value.requires_grad]
-        return {"value": {"output": output.detach(), "grads": [_plain(leaf.grad) for leaf in leaves]}}
 
     def _keep(self, value) -> wire.Handle:
         number = len(self.objects) + 1
@@ -375,6 +428,13 @@ class Server:
         return self.objects[data["$handle"]]
 
 
+_HANDLERS = MappingProxyType({
+    Op.LOAD: Server.load, Op.CALL: Server.call, Op.GET: Server.get, Op.BUILD: Server.build, Op.COPY: Server.copy,
+    Op.STATE: Server.state, Op.PARAMS: Server.params, Op.ASSIGN: Server.assign, Op.SEED: Server.seed,
+    Op.RNG: Server.rng,
+})  # fmt: skip
+
+
 class MissingName(LookupError):
     """The module (or object) has no attribute of that name."""
 
@@ -383,19 +443,12 @@ def _plain(tensor):
     return None if tensor is None else tensor.detach().clone()
 
 
-def _assign(target, values: dict) -> None:
-    state = dict(target.named_parameters()) | dict(target.named_buffers())
-    with torch.no_grad():
-        for name, value in values.items():
-            state[name].copy_(value)
-
-
 class _RefuseAnswers(importlib.abc.MetaPathFinder):
     """The packages that hold the answers cannot be imported by name. Not a wall: a file that
     removes this finder or opens the reference by path is stopped only by the sandbox."""
 
     def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] in ("reference", "katas"):
+        if name.partition(".")[0] in sandbox.HIDDEN_PACKAGES:
             raise ImportError(f"a graded file cannot import {name!r}", name=name)
         return None
 
@@ -406,9 +459,9 @@ _MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25  # linux/mman.h
 def _huge_pages() -> None:
     """Back this process's heap with 2 MiB pages where the kernel can (MADV_COLLAPSE, Linux 6.1+).
 
-    Every contestant is a fork of a fork of this process, and a fork copies one page-table entry
-    per 4 KiB page it holds: with torch imported, ~150 MB of heap made each fork and exit cost
-    ~9 ms of kernel time; in huge pages, ~3 ms. Best effort: where it fails nothing changes.
+    Every contestant is a fork of this process, and a fork copies one page-table entry per 4 KiB
+    page it holds: with torch imported, ~150 MB of heap made each fork and exit cost ~9 ms of
+    kernel time; in huge pages, ~3 ms. Best effort: where it fails nothing changes.
     """
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -431,23 +484,25 @@ def main(argv: list[str]) -> None:
     """Warm up (torch and the import statements given, e.g. the reference's), then serve the judge
     on the control socket FD. Only `import` statements are run: anything else is refused.
 
-    `--guard` (outside the sandbox) refuses imports of the packages that hold the answers; in the
-    sandbox they are not there to import.
+    MODE "guarded" (outside the sandbox) refuses imports of the packages that hold the answers; in
+    the sandbox they are not there to import.
     """
     control = socket.socket(fileno=int(argv[0]))
-    for statement in argv[1:]:
-        tree = ast.parse(statement) if statement != "--guard" else ast.Module([], [])
+    mode = argv[1]
+    privileges.non_dumpable()
+    for statement in argv[2:]:
+        tree = ast.parse(statement)
         if all(isinstance(node, ast.Import | ast.ImportFrom) for node in tree.body):
             exec(compile(tree, "<warm imports>", "exec"), {})
-    if "--guard" in argv:
+    if mode == GUARDED:
         sys.meta_path.insert(0, _RefuseAnswers())
     torch.set_num_threads(1)
     gc.collect()
     gc.freeze()
     _huge_pages()
-    control.sendall(wire.pack({"ready": True}))
-    serve(control)
-    os._exit(0)  # no interpreter teardown (~0.5 s with torch): every box it forked has ended
+    wire.send(control, wire.reply(Answer.READY))
+    Warm(control, sandboxed=mode == SANDBOXED).serve()
+    os._exit(0)  # no interpreter teardown (~0.5 s with torch): every contestant it forked has ended
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Grade a file from the `kata` process without importing torch or any learner code: run pytest
-with the plugin in a child process and read back the JSON it writes.
+"""Grade a file from the `kata` process without importing torch or any learner code: run the judge
+(`python -m grader.judging`: pytest with the plugin, and the contestants' warm process it starts)
+in a child process and read back the JSON it writes.
 """
 
 import json
@@ -10,9 +11,7 @@ from pathlib import Path
 from grader import DEFAULT_TIMEOUT, run_limit
 from grader.content.catalogue import Kata
 from grader.content.i18n import say, speaking
-from grader.judging.targets import warm_imports
 from grader.report.results import GradeResult
-from grader.run import sandbox, warm
 from grader.run.child import last_line, run_judge
 from grader.run.limits import NO_LIMITS, Limits
 
@@ -36,11 +35,9 @@ def pytest_arguments(
     report: Path,
     limits: Limits = NO_LIMITS,
     against: str | None = None,
-    fingerprints: Path | None = None,
     lang: str = "en",
 ) -> list[str]:
-    """The arguments of the pytest run that grades `target` and writes its result to `report`
-    (remembering the variants' fingerprints in the folder `fingerprints`, if given), its
+    """The arguments of the pytest run that grades `target` and writes its result to `report`, its
     messages in `lang`."""
     arguments = [
         str(kata.checks_path),
@@ -77,8 +74,6 @@ def pytest_arguments(
         arguments += ["--kata-processes", str(limits.processes)]
     if against:
         arguments += ["--kata-against", against]
-    if fingerprints is not None:
-        arguments += ["--kata-fingerprints", str(fingerprints)]
     return arguments
 
 
@@ -96,19 +91,9 @@ def run_checks(
     inherits the language when it starts)."""
     with speaking(lang), tempfile.TemporaryDirectory(prefix="kata-") as scratch:
         report, log = Path(scratch) / "result.json", Path(scratch) / "pytest.log"
-        arguments = pytest_arguments(
-            kata, target, timeout, report, against=against, fingerprints=fingerprints_folder(), lang=lang
-        )
-        drop = Path(scratch) / "drop" if sandbox.choose("auto") else None
-        if drop is not None:
-            drop.mkdir()
-        process, control = warm.start(warm_imports(kata), drop)  # first: it imports torch as the judge does
-        arguments += ["--kata-warm-fd", str(control.fileno())] + (["--kata-drop", str(drop)] if drop else [])
-        try:
-            ended = run_judge(arguments, Path(scratch), log, run_limit(timeout), pass_fds=(control.fileno(),))
-        finally:
-            control.close()  # the judge's copy was its only other end: the warm process ends now
-            process.wait()
+        arguments = pytest_arguments(kata, target, timeout, report, against=against, lang=lang)
+        judge = ["-P", "-m", "grader.judging", kata.slug, "auto", str(fingerprints_folder()), "--", *arguments]
+        ended = run_judge(judge, Path(scratch), log, run_limit(timeout))
         if ended.timed_out:
             raise GradingError(
                 say(

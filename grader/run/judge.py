@@ -1,53 +1,51 @@
-"""The judge's side of a contestant: start the warm process, spawn a contestant per check, talk
-to it in the wire format with a deadline, end it, and say how it ended.
+"""The judge's side of the contestants: ask the warm process for a contestant, talk to it in the
+wire format with a deadline, end it, and say how it ended.
 
-    zygote = Zygote.start(["from transformers import GPT2LMHeadModel"])  # imports meanwhile
-    learner = zygote.spawn(source, filename, seconds=10)       # a fresh process, 10 s to answer all
-    learner.call("compute_group_advantages", rewards, ids)   # plain tensors back, never objects
+    zygote = Zygote(process, control, sandboxed=True)          # the warm process (grader.run.arena)
+    learner = zygote.spawn(world, seconds=10, cgroup=box)      # a fresh process in a world of its own
+    learner.load(source, "grpo_loss.py")                       # its module under test
+    learner.call("compute_group_advantages", rewards, ids)     # plain tensors back, never objects
     model = learner.new("RewardModel", learner.build("reward_model.make_backbone", "lesson", 0), 6)
     model(input_ids, mask); model.method("compute_preference_loss", chosen, rejected)
-    learner.close()                                   # kills its whole process group
+    learner.close()                                            # kills it and everything it started
 
 Anything the contestant answers is read as data by grader.run.wire (never unpickled). A request
 that runs past the deadline ends the contestant; so does a contestant that dies, exits or sends
 something malformed. Those raise `Stopped` (a BaseException, so that no check's `except
-Exception` can take it for the learner's own error), carrying an `Ending`. An exception raised
-by learner code arrives as a `LearnerRaised` of the same builtin type (a ValueError stays
-catchable as ValueError) with the learner's message.
+Exception` can take it for the learner's own error), carrying an `Ending` of one kind
+(wire.End), set by whoever observed it: the judge (a deadline, a malformed answer, the warm
+process gone) or the warm process (an exit, a signal, memory). An exception raised by learner
+code arrives as a `LearnerRaised` of the same builtin type (a ValueError stays catchable as
+ValueError) with the learner's message.
 """
 
 import builtins
 import os
 import select
 import socket
-import struct
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 
 import torch
 
 from grader.content.i18n import say
-from grader.run import sandbox, warm, wire
-from grader.run.limits import FILE_SIZE_MB, NO_LIMITS, Limits
+from grader.run import wire
+from grader.run.limits import NO_LIMITS, Limits
+from grader.run.wire import Answer, End, Op
 
 OUTPUT_KEEP = 3000  # bytes kept from each end of what a contestant prints
 
 
-@dataclass
+@dataclass(frozen=True)
 class Ending:
-    """How a contestant stopped answering."""
+    """How a contestant stopped answering: one kind (see wire.End), with its detail."""
 
-    timed_out: bool = False
-    exit_code: int | None = None
-    signal_name: str | None = None
+    kind: End
+    detail: str | int | None = None  # the exit status, the signal's name, why it is malformed or did not start
     where: str = ""  # the learner call that was running, if any
-    malformed: str = ""  # why its answer could not be read
-    start_error: str = ""  # why no contestant could be started
-    lost: bool = False  # the warm process itself was gone (killed by learner code?)
-    output: str = ""
+    output: str = ""  # what it printed
 
 
 class Stopped(BaseException):
@@ -85,9 +83,8 @@ class Refused(TypeError):
     """The learner's answer was not plain data (a tensor subclass, an object...)."""
 
 
-@cache
 def raised_class(type_name: str, builtin: bool) -> type:
-    """One class per exception name: a subclass of the builtin of that name when there is one."""
+    """A class for an exception of that name: a subclass of the builtin of that name when there is one."""
     base = getattr(builtins, type_name, None) if builtin else None
     if not (isinstance(base, type) and issubclass(base, Exception)) or base is LearnerRaised:
         base = None
@@ -105,7 +102,7 @@ def where_text(where) -> str:
 
 
 def to_exception(data: dict) -> LearnerRaised:
-    """The judge-side exception for a contestant's {"raised": {...}}."""
+    """The judge-side exception for a contestant's RAISED answer."""
     error = raised_class(str(data.get("type")), data.get("builtin") is True)(str(data.get("message", "")))
     error.where = where_text(data.get("where"))
     error.exit_code = data.get("exit_code")
@@ -113,92 +110,76 @@ def to_exception(data: dict) -> LearnerRaised:
     return error
 
 
-class _Asker:
-    """One request at a time over a control socket (with descriptors passed alongside)."""
+class Zygote:
+    """The warm process: torch imported, never runs learner code, forks one contestant per request.
 
-    control: socket.socket
-    alive: bool = True
-
-    def _ask(self, request: dict, fds: list[int] = ()) -> dict:
-        try:
-            socket.send_fds(self.control, [b"R"], list(fds))
-            self.control.sendall(wire.pack(request))
-            return wire.read_message(self.control.recv)
-        except (OSError, EOFError, wire.WireError):  # the process on the other side is gone
-            self.alive = False
-            return {"lost": True}
-
-
-class Zygote(_Asker):
-    """The warm process: torch imported, never runs learner code, forks one box per graded file.
-
-    Sandboxed (grader.run.sandbox), it runs inside bwrap and sees `drop` at /kata/drop: the folder under
-    which the judge puts each file's copy of the student's folder.
+    One request at a time on its control socket (hybrids ask from threads: a lock orders them).
     """
 
-    def __init__(self, process: subprocess.Popen, control: socket.socket, imports: list[str], limits: Limits,
-                 drop: Path | None):  # fmt: skip
+    def __init__(self, process: subprocess.Popen | None, control: socket.socket, sandboxed: bool):
         self.process = process
         self.control = control
-        self.imports = imports
-        self.limits = limits
-        self.drop = drop
+        self.sandboxed = sandboxed
         self.ready = False
         self.alive = True  # False once its control channel broke (it died, or was killed)
-
-    @property
-    def sandboxed(self) -> bool:
-        return self.drop is not None
-
-    @classmethod
-    def start(cls, imports: list[str] = (), limits: Limits = NO_LIMITS, drop: Path | None = None) -> "Zygote":
-        """Start the warm process (in the sandbox when `drop` is given); it imports torch and runs the
-        `imports` (statements such as "from transformers import GPT2LMHeadModel") while the caller goes on."""
-        process, control = warm.start(imports, drop)
-        return cls(process, control, list(imports), limits, drop)
-
-    def restart(self) -> "Zygote":
-        """End this warm process and start an equal one (after a judge left it mid-conversation)."""
-        self.close()
-        fresh = Zygote.start(self.imports, self.limits, self.drop)
-        fresh.wait_ready()
-        return fresh
+        self.lock = threading.Lock()
 
     def wait_ready(self) -> None:
         """Block until the warm process has imported what it needs (before forking judges that share it)."""
-        if not self.ready:
+        if self.ready:
+            return
+        try:
+            message = wire.receive(self.control)
+        except (OSError, EOFError, wire.WireError):
+            message = {}
+        if message.get("answer") != Answer.READY:
+            self.alive = False
+            raise Stopped(Ending(End.NOT_STARTED, "the contestants' warm process did not start"))
+        self.ready = True
+
+    def _ask(self, message: dict, fds: tuple[int, ...] = ()) -> dict | None:
+        """The warm process's answer, or None when it is gone."""
+        with self.lock:
             try:
-                message = wire.read_message(self.control.recv)
+                wire.send(self.control, message, fds)
+                return wire.receive(self.control)
             except (OSError, EOFError, wire.WireError):
-                message = {}
-            if message.get("ready") is not True:
                 self.alive = False
-                raise Stopped(Ending(start_error="the contestants' warm process did not start"))
-            self.ready = True
+                return None
 
-    def open_file(self, folder: Path, tmpfs_mb: int = FILE_SIZE_MB, seconds: float = 30.0) -> "FileBox":
-        """A box for one graded file, holding `folder` (the judge's copy of the student's files).
-
-        Sandboxed, `folder` lies under the drop folder and the box copies it into a private tmpfs of
-        `tmpfs_mb`; otherwise the box works in `folder` itself. The box's pid as the judge sees it
-        (for a cgroup) comes with its first message, from the kernel.
-        """
+    def spawn(self, world: dict, seconds: float, hung: set[str] | None = None, limits: Limits = NO_LIMITS,
+              cgroup=None) -> "Contestant":  # fmt: skip
+        """A fresh contestant in a world of its own (`world`: {"work": the staged folder as the warm
+        process sees it, or None; "size_mb": its tmpfs}), inside `cgroup` (a containment.Box, or
+        None) before it loads anything. It has `seconds` from now to load and answer everything.
+        `hung` names learner functions that already ran out of time: calling one again raises
+        KnownHang at once (share one set across the checks of one file)."""
         self.wait_ready()
         ours, theirs = socket.socketpair()
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-        work = f"{sandbox.DROP}/{folder.relative_to(self.drop).as_posix()}" if self.sandboxed else str(folder)
-        answer = self._ask({"op": "open", "sandboxed": self.sandboxed, "work": work, "tmpfs_mb": tmpfs_mb},
-                           [theirs.fileno()])  # fmt: skip
+        out_r, out_w = os.pipe()
+        request = wire.request(Op.SPAWN, world=world, memory_mb=limits.memory_mb, processes=limits.processes)
+        answer = self._ask(request, (theirs.fileno(), out_w))
         theirs.close()
-        if "pid" not in answer:
+        os.close(out_w)
+        if answer is None or answer.get("answer") != Answer.SPAWNED:
+            os.close(out_r)
             ours.close()
-            raise Stopped(Ending(lost=bool(answer.get("lost")), start_error=str(answer.get("start_error", ""))))
-        box = FileBox(self, answer["pid"], ours, self.limits)
-        box.hello(time.monotonic() + seconds)
-        return box
+            kind = End.LOST if answer is None else End.NOT_STARTED
+            raise Stopped(Ending(kind, None if answer is None else str(answer.get("why", ""))))
+        contestant = Contestant(
+            self, answer["pid"], ours, out_r, time.monotonic() + seconds, set() if hung is None else hung
+        )
+        contestant.hello(cgroup)
+        return contestant
 
-    def end(self, pid: int, ending: bool = False) -> dict:
-        return self._ask({"op": "end", "pid": pid, "ending": ending})
+    def end(self, pid: int, ending: bool = False) -> tuple[End, str | int | None] | None:
+        """End contestant `pid` (it and everything it started); how it had ended, None when the warm
+        process is gone. `ending`: its channel closed, so it is exiting by itself: wait a moment."""
+        answer = self._ask(wire.request(Op.END, pid=pid, ending=ending))
+        if answer is None or answer.get("answer") != Answer.ENDED:
+            return None
+        return End(answer["end"]), answer.get("detail")
 
     def close(self, wait: bool = True) -> None:
         """Close its control socket, on which it ends; `wait` for it to be gone."""
@@ -212,73 +193,6 @@ class Zygote(_Asker):
             self.process.wait()
         except ChildProcessError:  # a judge forked from the process that started it
             pass
-
-
-class FileBox(_Asker):
-    """One graded file's box in the warm process: it forks a fresh contestant per check."""
-
-    def __init__(self, zygote: Zygote, pid: int, control: socket.socket, limits: Limits):
-        self.zygote = zygote
-        self.pid = pid  # as the warm process knows it
-        self.host_pid: int | None = None  # as this process knows it
-        self.control = control
-        self.limits = limits
-        self.alive = True
-
-    def hello(self, deadline: float) -> None:
-        """Read the box's first message and, with it, its pid here (SCM_CREDENTIALS)."""
-        self.control.settimeout(max(0.1, deadline - time.monotonic()))
-        try:
-            first, ancillary, _, _ = self.control.recvmsg(1, socket.CMSG_SPACE(struct.calcsize("iII")))
-            if first != b"R":
-                raise EOFError("no greeting")
-            message = wire.read_message(self.control.recv)
-        except (OSError, EOFError, wire.WireError) as error:
-            self.close()
-            raise Stopped(Ending(start_error=f"the file's box did not start ({error})")) from None
-        finally:
-            self.control.settimeout(None)
-        for level, kind, data in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-                self.host_pid = struct.unpack("iII", data[: struct.calcsize("iII")])[0]
-        if message.get("ready") is not True:
-            self.close()
-            raise Stopped(Ending(start_error=f"the file's box did not start: {message.get('error', 'no reason')}"))
-
-    def spawn(self, source: str, filename: str, seconds: float, hung: set[str] | None = None) -> "Contestant":
-        """A fresh contestant with `source` loaded (or a load error), answering until `close()`.
-
-        It has `seconds` from now to load and answer everything. `hung` names learner functions
-        that already ran out of time: calling one again raises KnownHang at once (share one set
-        across the checks of one file).
-        """
-        ours, theirs = socket.socketpair()
-        out_r, out_w = os.pipe()
-        request = {"op": "spawn", "source": source, "filename": filename}
-        request |= {"memory_mb": self.limits.memory_mb, "processes": self.limits.processes}
-        answer = self._ask(request, [theirs.fileno(), out_w])
-        theirs.close()
-        os.close(out_w)
-        if "pid" not in answer:
-            os.close(out_r)
-            ours.close()
-            raise Stopped(Ending(lost=bool(answer.get("lost")), start_error=str(answer.get("start_error", ""))))
-        pid, deadline = answer["pid"], time.monotonic() + seconds
-        return Contestant(self, pid, ours, out_r, filename, deadline, set() if hung is None else hung)
-
-    def end(self, pid: int, ending: bool = False) -> dict:
-        """Kill contestant `pid`'s process group; {"killed": True}, {"exit": code} or {"signal": name}.
-
-        `ending`: its channel closed, so it is exiting by itself: wait a moment for how it ended.
-        """
-        return self._ask({"op": "end", "pid": pid, "ending": ending})
-
-    def close(self) -> None:
-        """End the box and everything it started (waits until the warm process has collected it)."""
-        if self.control.fileno() == -1:
-            return
-        self.control.close()
-        self.zygote.end(self.pid, ending=True)
 
 
 class _Output:
@@ -309,40 +223,50 @@ class _Output:
 class Contestant:
     """One module under test in its own process. Every method returns plain data (or a Remote)."""
 
-    box: FileBox
-    pid: int
+    zygote: Zygote
+    pid: int | None
     channel: socket.socket
     output_fd: int
-    filename: str
     deadline: float
     hung: set[str]
+    host_pid: int | None = None  # its pid as this process sees it (for a cgroup)
+    seccomp: bool = False  # whether its seccomp filter is installed (grader.run.privileges)
     load_error: dict | None = None
     ending: Ending | None = None
     _output: _Output = field(default_factory=_Output)
 
-    def __post_init__(self):
-        hello = self._receive("")
-        if not hello.get("loaded"):
-            self.load_error = hello.get("raised") or {"type": "Exception", "message": "the file did not load"}
+    def hello(self, cgroup) -> None:
+        """Read its READY (and, from the kernel, its pid here), and put it in `cgroup`."""
+        ready, self.host_pid = self._receive("", with_sender=True)
+        self.seccomp = ready.get("seccomp") is True
+        if cgroup is not None and cgroup.paths and self.host_pid:
+            cgroup.add(self.host_pid)
+
+    def load(self, source: str, name: str) -> None:
+        """Load the module under test (`name`: "<...>", or its file name in the contestant's folder);
+        a load error is kept in `load_error`."""
+        reply = self._exchange(wire.request(Op.LOAD, source=source, name=name), "")
+        if reply.get("answer") != Answer.LOADED:
+            self.load_error = reply.get("raised") or {"type": "Exception", "message": "the file did not load"}
 
     # -- the module ---------------------------------------------------------------------------
     def call(self, name: str, *args, **kwargs):
         """`module.name(*args, **kwargs)`, its result as data (see `answer` for the rest)."""
-        return self.answer({"op": "call", "target": name, "args": list(args), "kwargs": kwargs}, name)
+        return self.answer(wire.request(Op.CALL, target=name, args=list(args), kwargs=kwargs), name)
 
     def call_and_inputs(self, name: str, *args, **kwargs) -> tuple[object, list]:
         """(result, the top-level tensor arguments as they were after the call), to see in-place changes."""
-        request = {"op": "call", "target": name, "args": list(args), "kwargs": kwargs, "changes": True}
+        request = wire.request(Op.CALL, target=name, args=list(args), kwargs=kwargs, changes=True)
         answer = self.answer(request, name)
         return answer["result"], answer["after"]
 
     def new(self, name: str, *args, **kwargs) -> "Remote":
         """An object of the module's class (or any callable's result), kept in the contestant."""
-        return self.answer({"op": "call", "target": name, "args": list(args), "kwargs": kwargs, "keep": True}, name)
+        return self.answer(wire.request(Op.CALL, target=name, args=list(args), kwargs=kwargs, keep=True), name)
 
     def value(self, name: str):
         """A module-level value (e.g. a dict of answers) as data."""
-        return self.answer({"op": "get", "target": None, "attr": name}, name)
+        return self.answer(wire.request(Op.GET, target=None, attr=name), name)
 
     def backward(self, target, args: tuple, kwargs: dict, path=(), cotangent=None, method: str | None = None):
         """Call, pick `result[path]`, backpropagate (sum(output * cotangent) when given).
@@ -351,39 +275,39 @@ class Contestant:
         requires grad, in argument order (None where none arrived)}, or grads None when the picked
         output is not a tensor.
         """
-        request = {"op": "call", "target": target, "method": method, "args": list(args), "kwargs": kwargs}
+        request = wire.request(Op.CALL, target=target, method=method, args=list(args), kwargs=kwargs)
         request["backward"] = {"path": list(path), "cotangent": cotangent}
         return self.answer(request, method or target)
 
     def build(self, builder: str, *args, **kwargs) -> "Remote":
         """An object made in the contestant by `grader.builders.<builder>` (a trusted fixture)."""
-        return self.answer({"op": "build", "builder": builder, "args": list(args), "kwargs": kwargs}, builder)
+        return self.answer(wire.request(Op.BUILD, builder=builder, args=list(args), kwargs=kwargs), builder)
 
     def manual_seed(self, seed: int) -> None:
-        self.answer({"op": "seed", "value": seed}, "torch.manual_seed")
+        self.answer(wire.request(Op.SEED, value=seed), "torch.manual_seed")
 
     def rng_state(self) -> torch.Tensor:
-        return self.answer({"op": "rng"}, "torch.random.get_rng_state")
+        return self.answer(wire.request(Op.RNG), "torch.random.get_rng_state")
 
     # -- the exchange -------------------------------------------------------------------------
-    def answer(self, request: dict, name: str):
+    def answer(self, request: dict, name):
         """Send one request; the value of the answer, or raise what the learner's code raised."""
         label = name if isinstance(name, str) else repr(name)
         if label in self.hung:
             raise KnownHang(label)
-        self._send(request, label)
-        reply = self._receive(label)
-        if "raised" in reply:
-            raise to_exception(reply["raised"])
-        if "missing" in reply:
-            raise MissingName(str(reply["missing"]))
-        if "refused" in reply:
-            raise Refused(str(reply["refused"]))
-        if "value" not in reply:
-            self._stop(Ending(malformed="an answer without a value", where=label))
-        return reply["value"]
+        reply = self._exchange(request, label)
+        kind = reply.get("answer")
+        if kind == Answer.VALUE and "value" in reply:
+            return reply["value"]
+        if kind == Answer.RAISED:
+            raise to_exception(reply.get("raised") or {})
+        if kind == Answer.MISSING:
+            raise MissingName(str(reply.get("name")))
+        if kind == Answer.REFUSED:
+            raise Refused(str(reply.get("why")))
+        self._stop(End.MALFORMED, "an answer that is not one the request can have", label)
 
-    def _send(self, request: dict, label: str) -> None:
+    def _exchange(self, request: dict, label: str) -> dict:
         try:
             data = wire.pack(request)
         except wire.WireRefusal as error:
@@ -391,40 +315,43 @@ class Contestant:
         try:
             self.channel.sendall(data)
         except OSError:
-            self._stop(Ending(where=label))
+            self._stop(None, None, label)
+        return self._receive(label)[0]
 
-    def _receive(self, label: str) -> dict:
-        buffer = bytearray()
-        reader = select.poll()
-        reader.register(self.channel, select.POLLIN)
-        reader.register(self.output_fd, select.POLLIN)
-        open_fds = {self.channel.fileno(), self.output_fd}
-        while True:
-            need = _message_size(buffer)
-            if need is not None and len(buffer) >= need:
-                try:
-                    return wire.unpack_body(*_split(buffer), handle=self._handle)
-                except wire.WireError as error:
-                    self._stop(Ending(malformed=str(error), where=label))
+    def _receive(self, label: str, with_sender: bool = False) -> tuple[dict, int | None]:
+        """The next message on the channel (and its sender's pid), while keeping what it prints."""
+        reader, sender = wire.Reader(), None
+        poll = select.poll()
+        poll.register(self.channel, select.POLLIN)
+        poll.register(self.output_fd, select.POLLIN)
+        while not reader.done:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 self.hung.add(label)
-                self._stop(Ending(timed_out=True, where=label))
-            for fd, _ in reader.poll(min(left, 1.0) * 1000):
+                self._stop(End.TIMEOUT, None, label)
+            for fd, _ in poll.poll(min(left, 1.0) * 1000):
                 if fd == self.output_fd:
                     chunk = os.read(fd, 65536)
                     if chunk:
                         self._output.add(chunk)
                     else:
-                        reader.unregister(fd)
-                        open_fds.discard(fd)
+                        poll.unregister(fd)
                     continue
-                chunk = self.channel.recv(1 << 20)
+                if with_sender and sender is None:
+                    chunk, ancillary, _, _ = self.channel.recvmsg(1 << 20, wire.CREDENTIALS_SPACE)
+                    sender = wire.sender_pid(ancillary)
+                else:
+                    chunk = self.channel.recv(1 << 20)
                 if not chunk:
-                    self._stop(Ending(where=label))
-                buffer += chunk
-                if (_message_size(buffer) or 0) > wire.MAX_JSON + wire.MAX_BLOB:
-                    self._stop(Ending(malformed="an answer over the size limit", where=label))
+                    self._stop(None, None, label)
+                try:
+                    reader.feed(chunk)
+                except wire.WireError as error:
+                    self._stop(End.MALFORMED, str(error), label)
+        try:
+            return reader.message(self._handle), sender
+        except wire.WireError as error:
+            self._stop(End.MALFORMED, str(error), label)
 
     def _handle(self, data: dict) -> "Remote":
         kinds = data.get("kinds", [])
@@ -432,26 +359,24 @@ class Contestant:
             raise wire.WireError("a handle's kinds are not a list of names")
         return Remote(self, data["$handle"], str(data.get("type", "object")), tuple(kinds))
 
-    def _stop(self, ending: Ending):
-        """End the process and raise Stopped with how it ended."""
-        status = self._end(ending=not ending.timed_out and not ending.malformed)
-        ending.lost = status.get("lost", False)
-        if not ending.timed_out and not ending.malformed:
-            ending.exit_code = status.get("exit")
-            ending.signal_name = status.get("signal")
-        ending.output = self.output
-        self.ending = ending
-        raise Stopped(ending)
+    def _stop(self, kind: End | None, detail, label: str):
+        """End the process and raise Stopped with how it ended: `kind` when the judge saw it (a
+        deadline, a malformed answer), else what the warm process saw (its channel just closed)."""
+        seen = self._end(ending=kind is None)
+        if kind is None:
+            kind, detail = seen if seen is not None else (End.LOST, None)
+        self.ending = Ending(kind, detail, label, self.output)
+        raise Stopped(self.ending)
 
-    def _end(self, ending: bool = False) -> dict:
+    def _end(self, ending: bool = False) -> tuple[End, str | int | None] | None:
         if self.pid is None:
-            return {}
-        status = self.box.end(self.pid, ending)
+            return None
+        seen = self.zygote.end(self.pid, ending)
         self.pid = None
         self.channel.close()
         self._drain()
         os.close(self.output_fd)
-        return status
+        return seen
 
     def _drain(self) -> None:
         """What the process printed and is still in the pipe (a daemon holding it is not waited for)."""
@@ -469,23 +394,8 @@ class Contestant:
         return self._output.text()
 
     def close(self) -> None:
-        """End the process (its whole group); what it printed stays in `output`."""
+        """End the process (and everything it started); what it printed stays in `output`."""
         self._end()
-
-
-def _message_size(buffer: bytearray) -> int | None:
-    if len(buffer) < 4:
-        return None
-    (size,) = struct.unpack(">I", buffer[:4])
-    if len(buffer) < 4 + size + 8:
-        return 4 + size + 8
-    (blob,) = struct.unpack(">Q", buffer[4 + size : 12 + size])
-    return 12 + size + blob
-
-
-def _split(buffer: bytearray) -> tuple[bytes, bytes]:
-    (size,) = struct.unpack(">I", buffer[:4])
-    return bytes(buffer[4 : 4 + size]), bytes(buffer[12 + size :])
 
 
 class Remote(wire.Handle):
@@ -503,29 +413,30 @@ class Remote(wire.Handle):
         return self.method(None, *args, **kwargs)
 
     def method(self, name: str | None, *args, keep: bool = False, **kwargs):
-        request = {"op": "call", "target": self, "method": name, "args": list(args), "kwargs": kwargs}
-        return self.contestant.answer(request | {"keep": keep}, f"{self.type_name}.{name or '__call__'}")
+        request = wire.request(Op.CALL, target=self, method=name, args=list(args), kwargs=kwargs, keep=keep)
+        return self.contestant.answer(request, f"{self.type_name}.{name or '__call__'}")
 
     def backward(self, name: str | None, *args, path=(), cotangent=None, **kwargs):
         """See Contestant.backward, for a method of this object (`None`: calling it)."""
         return self.contestant.backward(self, args, kwargs, path, cotangent, method=name)
 
     def get(self, attr: str, keep: bool = False):
-        request = {"op": "get", "target": self, "attr": attr, "keep": keep}
+        request = wire.request(Op.GET, target=self, attr=attr, keep=keep)
         return self.contestant.answer(request, f"{self.type_name}.{attr}")
 
     def copy(self) -> "Remote":
-        return self.contestant.answer({"op": "copy", "target": self}, "copy.deepcopy")
+        return self.contestant.answer(wire.request(Op.COPY, target=self), "copy.deepcopy")
 
     def state(self) -> dict:
         """The object's state_dict, as plain tensors."""
-        return self.contestant.answer({"op": "state", "target": self}, f"{self.type_name}.state_dict")
+        return self.contestant.answer(wire.request(Op.STATE, target=self), f"{self.type_name}.state_dict")
 
     def params(self) -> dict:
         """{name: (requires_grad, grad or None)} for every parameter."""
-        found = self.contestant.answer({"op": "params", "target": self}, f"{self.type_name}.parameters")
+        found = self.contestant.answer(wire.request(Op.PARAMS, target=self), f"{self.type_name}.parameters")
         return {name: tuple(entry) for name, entry in found.items()}
 
     def assign(self, values: dict) -> None:
         """Copy `values` ({name: tensor}) in place into the object's parameters and buffers."""
-        self.contestant.answer({"op": "assign", "target": self, "values": values}, f"{self.type_name}.assign")
+        request = wire.request(Op.ASSIGN, target=self, values=values)
+        self.contestant.answer(request, f"{self.type_name}.assign")

@@ -26,8 +26,9 @@ class Limits:
 NO_LIMITS = Limits()
 
 
-def apply(limits: Limits) -> None:
-    """Set this process's limits, relative to what it holds now."""
+def apply(limits: Limits, tasks: int | None = None) -> None:
+    """Set this process's limits, relative to what it holds now; `tasks`: how many tasks
+    RLIMIT_NPROC counts for this user now (None: count them in /proc)."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_MB * 2**20, FILE_SIZE_MB * 2**20))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails (EFBIG); it does not kill
@@ -36,7 +37,7 @@ def apply(limits: Limits) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
     if limits.processes is not None and os.geteuid() != 0:
         hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
-        cap = _user_tasks() + limits.processes
+        cap = (user_tasks() if tasks is None else tasks) + limits.processes
         resource.setrlimit(resource.RLIMIT_NPROC, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
 
 
@@ -49,7 +50,7 @@ def _address_space() -> int:
     return 0
 
 
-def _user_tasks() -> int:
+def user_tasks() -> int:
     """Threads of every process of this user: what RLIMIT_NPROC counts."""
     uid, count = os.geteuid(), 0
     for entry in os.listdir("/proc"):

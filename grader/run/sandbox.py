@@ -1,23 +1,28 @@
-"""The OS sandbox around contestants: bubblewrap for the warm process, and namespaces of its own
-for each graded file.
+"""The OS sandbox: bubblewrap around the warm process, and a world of its own for each contestant.
 
-Two layers:
-- `command(argv, drop)` wraps the warm process in `bwrap` (the sandbox Flatpak is built on):
-  every namespace unshared (user, pid, network, ipc, uts, cgroup), `--die-with-parent`,
-  `--clearenv` with only what Python needs, uid and gid 65534, and a read-only view of just the
-  system libraries, the Python environment and the `grader` package. The `reference` and
-  `katas` packages are covered by empty tmpfs wherever they lie under what is bound (a virtualenv
-  inside the project folder is bound, the project folder is not). No /sys (so no cgroupfs), a
-  fresh /proc, /dev and /tmp, and `drop` read-only at /kata/drop: the folder where the judge puts the
-  copy of the student's files to grade.
-- `enter_file_namespaces()` and `private_work(...)`, run by the warm process's fork for one file
-  (grader.run.contestant): a user, pid and mount namespace of the file's own, a tmpfs capped at
-  a size as its cwd (/kata/work), HOME and TMPDIR holding the copy of the student's folder, and
-  /kata/drop hidden.
-  Its first process is pid 1 there: when it ends, the kernel kills every process the file started.
+Two layers (grader/ARCHITECTURE.md draws them):
 
-`problem()` says why this machine cannot sandbox (None when it can): bwrap missing, or
-namespaces blocked; `choose("auto" | "on" | "off")` decides.
+- `command(argv, drop)` wraps the warm process in `bwrap` (the sandbox Flatpak is built on): every
+  namespace unshared (user, pid, network, ipc, uts, cgroup), `--die-with-parent`, `--clearenv`
+  with only what Python needs, and a read-only view of an allow-list: the system libraries, the
+  Python installation, the environment's site-packages and the `grader` package (`bound_paths`);
+  never the working directory, the project folder or anything else on the caller's sys.path. The
+  `reference` and `katas` packages are covered by empty read-only tmpfs wherever they lie under
+  what is bound (a non-editable install's site-packages, a virtualenv inside the project). Nothing
+  in it is writable: the root, /dev and the covers are read-only, /tmp and /dev/shm are bare
+  folders, and `drop` (where the judge stages the student's folder) is bound read-only at
+  /kata/drop. No /sys, so no cgroupfs. The warm process keeps CAP_SYS_ADMIN and CAP_SETPCAP
+  within the sandbox's user namespace: what it needs to give each contestant a world.
+- `enter_world(work, size_mb)`, run by each contestant before anything else: a pid namespace of
+  its own (the warm process forked it as pid 1 there: `new_pid_namespace`/`back_to_own`), mount and
+  IPC namespaces of its own with fresh tmpfs of `size_mb` at /kata/work (its cwd, HOME and TMPDIR,
+  holding a copy of the staged folder `work`), /tmp and /dev/shm, a /proc of its own holding only
+  its own processes (`subset=pid`), /kata/drop hidden, and then a user namespace of its own in which
+  it is uid 65534 (nobody). It then gives up every capability (grader.run.privileges). When it
+  ends, the kernel ends every process it started and every writable place it had goes with it.
+
+`problem()` says why this machine cannot sandbox (None when it can): bwrap missing, or namespaces
+blocked; `choose("auto" | "on" | "off")` decides.
 """
 
 import ctypes
@@ -26,21 +31,23 @@ import os
 import shutil
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 
 from grader.content.i18n import MESSAGE_VARIABLE
+from grader.run import privileges
 
-WORK = "/kata/work"  # the file's private tmpfs inside the sandbox (a path no host folder is bound to)
-DROP = "/kata/drop"  # the judge's copy of the student's files, read-only
+WORK = "/kata/work"  # a contestant's private tmpfs (a path no host folder is bound to)
+DROP = "/kata/drop"  # the judge's staged copies of students' folders, read-only
 NOBODY = 65534
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/etc/ld.so.conf",
           "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")  # fmt: skip
 HIDDEN_PACKAGES = ("reference", "katas")
+CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETPCAP")  # the warm process's, inside the sandbox only
+WRITABLE = ("/tmp", "/dev/shm")  # each contestant gets a fresh tmpfs here, and at WORK
 
-_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 1, 2, 4, 16384, 1 << 18
-
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x10000000, 0x20000000, 0x08000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 
 CHOICES = ("auto", "on", "off")
 
@@ -60,13 +67,13 @@ def choose(choice: str) -> bool:
     return why is None
 
 
-@cache
 def problem() -> str | None:
     """Why contestants cannot run in the sandbox here, in one line; None when they can."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bwrap (bubblewrap) is not installed: `apt-get install bubblewrap` (or your system's package)"
-    probe = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "true"]
+    probe = [bwrap, "--unshare-all", "--die-with-parent", *_capability_options(), "--ro-bind", "/", "/"]
+    probe += ["--proc", "/proc", "true"]
     try:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -81,40 +88,47 @@ def problem() -> str | None:
     return None
 
 
+def _capability_options() -> list[str]:
+    return [option for name in CAPABILITIES for option in ("--cap-add", name)]
+
+
 def command(argv: list[str], drop: Path) -> list[str]:
     """`argv` inside bwrap, seeing only what a contestant needs (see the module docstring)."""
     args = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
-    args += ["--uid", str(NOBODY), "--gid", str(NOBODY), "--clearenv"]
+    args += [*_capability_options(), "--clearenv"]
     for name, value in _environment().items():
         args += ["--setenv", name, value]
-    # first: binds may lie under /tmp
-    args += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
-    bound = _bound_paths()
+    args += ["--dev", "/dev", "--proc", "/proc", "--dir", "/tmp"]  # first: binds may lie under /tmp
+    bound = bound_paths()
     for path in bound:
         args += ["--ro-bind", path, path]
-    for path in _hidden(bound):
-        args += ["--tmpfs", path]
-    args += ["--dir", WORK, "--ro-bind", str(drop), DROP, "--chdir", "/"]
+    for path in hidden(bound):
+        args += ["--tmpfs", path, "--remount-ro", path]
+    args += ["--dir", WORK, "--ro-bind", str(drop), DROP]
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/"]
     return args + argv
 
 
 def _environment() -> dict[str, str]:
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp"}
-    env |= {"PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": WORK, "TMPDIR": WORK}
+    env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     if os.environ.get(MESSAGE_VARIABLE):  # the language of the messages written in the sandbox
         env[MESSAGE_VARIABLE] = os.environ[MESSAGE_VARIABLE]
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return env
 
 
-def _bound_paths() -> list[str]:
-    """System libraries, the Python installation and environment, sys.path, the grader package."""
+def bound_paths() -> list[str]:
+    """The allow-list: system libraries, the Python installation and environment (prefixes, the
+    interpreter's folder, every site-packages folder on sys.path) and the grader package.
+
+    Not the working directory, nor any other sys.path entry (a project checkout, a tests folder,
+    PYTHONPATH): whatever the caller's import path holds besides site-packages stays outside.
+    """
     import grader
 
     paths = [path for path in SYSTEM if os.path.exists(path)]
     paths += [sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent)]
-    paths += [entry for entry in sys.path if entry and os.path.isdir(entry)]
+    paths += [entry for entry in sys.path if _is_site_folder(entry)]
     paths.append(str(Path(grader.__file__).resolve().parent))
     unique = []
     for path in sorted({os.path.realpath(path) for path in paths} | {os.path.abspath(path) for path in paths}):
@@ -123,19 +137,30 @@ def _bound_paths() -> list[str]:
     return unique
 
 
-def _hidden(bound: list[str]) -> list[str]:
-    """Where the reference and the checks lie under a bound path: covered by an empty tmpfs."""
-    found = []
+def _is_site_folder(entry: str) -> bool:
+    return bool(entry) and Path(entry).name in ("site-packages", "dist-packages") and os.path.isdir(entry)
+
+
+def hidden(bound: list[str]) -> list[str]:
+    """Where the reference and the checks lie under a bound path: the packages Python would import,
+    and any folder of that name in a site-packages folder (another installed copy)."""
+    found = set()
     for name in HIDDEN_PACKAGES:
         spec = importlib.util.find_spec(name)
-        for location in (spec.submodule_search_locations or []) if spec else []:
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        locations += [os.path.join(entry, name) for entry in sys.path if _is_site_folder(entry)]
+        for location in locations:
             for path in {os.path.realpath(location), os.path.abspath(location)}:
-                if any(path == parent or path.startswith(parent.rstrip("/") + "/") for parent in bound):
-                    found.append(path)
-    return sorted(set(found))
+                if os.path.isdir(path) and any(_under(path, parent) for parent in bound):
+                    found.add(path)
+    return sorted(found)
 
 
-# -- one file's namespaces (run inside the sandbox, by the warm process's fork) ------------------------
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+# -- one contestant's world (run inside the sandbox, by the contestant itself) ------------------------
 
 
 def _libc():
@@ -144,24 +169,39 @@ def _libc():
 
 def _check(result: int, what: str) -> None:
     if result != 0:
-        raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
+        number = ctypes.get_errno()
+        raise OSError(number, f"{what}: {os.strerror(number)}")
 
 
-def enter_file_namespaces() -> None:
-    """A user, pid and mount namespace of this file's own (the next fork is pid 1 there)."""
-    libc, uid, gid = _libc(), os.getuid(), os.getgid()
-    _check(libc.unshare(_CLONE_NEWUSER), "unshare(user)")
-    Path("/proc/self/setgroups").write_text("deny")
-    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
-    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
-    _check(libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS), "unshare(pid, mount)")
-    _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(private)")
+def new_pid_namespace() -> None:
+    """In the warm process: the next fork is pid 1 of a pid namespace of its own."""
+    _check(_libc().unshare(_CLONE_NEWPID), "unshare(pid)")
 
 
-def private_work(source: str, size_mb: int) -> None:
-    """A tmpfs of `size_mb` at WORK holding a copy of `source` (under DROP), then DROP hidden."""
+def back_to_own(own_pid_namespace: int) -> None:
+    """In the warm process, after that fork: later forks are again in its own pid namespace."""
+    _check(_libc().setns(own_pid_namespace, _CLONE_NEWPID), "setns(pid)")
+
+
+def enter_world(work: str | None, size_mb: int) -> None:
+    """Become one contestant's world (see the module docstring); `work`: the staged folder under
+    DROP to copy in (None: an empty one). Needs the warm process's capabilities; ends in a user
+    namespace of its own (the caller drops every capability next)."""
     libc = _libc()
-    options = f"size={size_mb}m,mode=0700".encode()
-    _check(libc.mount(b"tmpfs", WORK.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), "mount(work)")
-    shutil.copytree(source, WORK, dirs_exist_ok=True, symlinks=True)
+    uid, gid = os.getuid(), os.getgid()
+    _check(libc.unshare(_CLONE_NEWNS | _CLONE_NEWIPC), "unshare(mount, ipc)")
+    _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(private)")
+    options = f"size={size_mb}m,mode=0755".encode()
+    for where in (WORK, *WRITABLE):
+        _check(libc.mount(b"tmpfs", where.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"mount({where})")
+    if work is not None:
+        shutil.copytree(work, WORK, dirs_exist_ok=True, symlinks=True)
+    proc = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    _check(libc.mount(b"proc", b"/proc", b"proc", proc, b"subset=pid"), "mount(/proc)")
     _check(libc.mount(b"tmpfs", DROP.encode(), b"tmpfs", _MS_RDONLY, b"size=4k"), "mount(hide drop)")
+    _check(libc.unshare(_CLONE_NEWUSER), "unshare(user)")
+    privileges.dumpable()  # its /proc/self files are its own again, to write its uid map
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"{NOBODY} {uid} 1")
+    Path("/proc/self/gid_map").write_text(f"{NOBODY} {gid} 1")
+    privileges.non_dumpable()

@@ -1,9 +1,16 @@
-"""The one format that crosses between the judge and a contestant: JSON for structure, safetensors
-for tensors. Nothing is ever unpickled, and nothing that arrives can be anything but plain data.
+"""The one format that crosses between the judge, the warm process and a contestant: JSON for
+structure, safetensors for tensors. Nothing is ever unpickled, and nothing that arrives can be
+anything but plain data. This module is the only one that knows how a message is framed.
 
 A message on the wire is
 
     u32 length | JSON (UTF-8) | u64 length | safetensors bytes (may be empty)
+
+Every message is a request {"op": Op, ...} or an answer {"answer": Answer, ...}: one vocabulary,
+`Op` and `Answer` below (`request(...)`, `reply(...)`, `op_of(...)`, `answer_of(...)`).
+`send`/`receive` move one message over a socket (with descriptors alongside; `sender_pid` reads the
+sender's pid as the kernel gives it); `Reader` assembles a message from chunks (the judge reads a
+contestant's answers and its printed output at once).
 
 Values inside the JSON (`encode` writes them, `decode` reads them back, rejecting anything else):
 
@@ -30,7 +37,10 @@ other object is refused with a `WireRefusal` that names it ("returned a `Liar`, 
 
 import json
 import math
+import socket
 import struct
+from enum import StrEnum
+from types import MappingProxyType
 
 import torch
 from safetensors.torch import load as load_tensors
@@ -41,25 +51,69 @@ from grader.content.i18n import say
 MAX_JSON = 64 * 2**20
 MAX_BLOB = 1 * 2**30
 MAX_DEPTH = 64
-_DTYPES = {
-    str(dtype).removeprefix("torch."): dtype
-    for dtype in (
-        torch.float64,
-        torch.float32,
-        torch.float16,
-        torch.bfloat16,
-        torch.int64,
-        torch.int32,
-        torch.int16,
-        torch.int8,
-        torch.uint8,
-        torch.bool,
-    )
-}
-_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+_DTYPES = MappingProxyType(
+    {
+        str(dtype).removeprefix("torch."): dtype
+        for dtype in (
+            torch.float64,
+            torch.float32,
+            torch.float16,
+            torch.bfloat16,
+            torch.int64,
+            torch.int32,
+            torch.int16,
+            torch.int8,
+            torch.uint8,
+            torch.bool,
+        )
+    }
+)
+_FLOATS = MappingProxyType({"nan": math.nan, "inf": math.inf, "-inf": -math.inf})
+_WHAT_ZH = MappingProxyType({"returned": "返回"})  # `what` of a refusal, in Chinese
 
 
-_WHAT_ZH = {"returned": "返回"}  # `what` of a refusal, in Chinese
+class Op(StrEnum):
+    """What a request asks for. To the warm process: SPAWN, END; to a contestant: the rest."""
+
+    SPAWN = "spawn"  # fork a contestant into a world of its own (fds: its channel, its output)
+    END = "end"  # end contestant `pid`; answered with how it ended
+    LOAD = "load"  # load `source` as the module under test (tracebacks point into `filename`)
+    CALL = "call"  # call target(.method)(*args, **kwargs); keep, changes, backward (see contestant)
+    GET = "get"  # an attribute as data (or a handle with keep)
+    BUILD = "build"  # an object made by grader.builders.<builder>
+    COPY = "copy"  # a deep copy of a handle's object, as a new handle
+    STATE = "state"  # a handle's state_dict, detached
+    PARAMS = "params"  # {name: [requires_grad, grad or None]} of a handle's parameters
+    ASSIGN = "assign"  # copy `values` into a handle's parameters and buffers
+    SEED = "seed"  # torch.manual_seed(value)
+    RNG = "rng"  # torch's global generator state
+
+
+class End(StrEnum):
+    """How a contestant stopped answering: one kind, set once by whoever observed it."""
+
+    TIMEOUT = "timeout"  # the judge: its deadline passed (the judge ended it)
+    MALFORMED = "malformed"  # the judge: an answer that is not a well-formed message (`detail`: why)
+    LOST = "lost"  # the judge: the warm process was gone
+    NOT_STARTED = "not_started"  # the warm process could not fork it, or its world could not be made (`detail`)
+    EXIT = "exit"  # the warm process: it exited by itself (`detail`: the status)
+    SIGNAL = "signal"  # the warm process: a signal ended it (`detail`: its name)
+    MEMORY = "memory"  # the warm process: it ran out of memory outside a request
+    KILLED = "killed"  # the warm process: still running when the judge ended it
+
+
+class Answer(StrEnum):
+    """What kind of answer a message is."""
+
+    READY = "ready"  # the warm process has imported everything; a contestant's world is set up
+    SPAWNED = "spawned"  # the contestant's pid, as the warm process sees it
+    NOT_STARTED = "not_started"  # no contestant could be forked (`why`)
+    ENDED = "ended"  # how a contestant ended: `end` (an End) and `detail`
+    LOADED = "loaded"  # the module under test is loaded
+    VALUE = "value"  # the request's result, `value`
+    RAISED = "raised"  # learner code raised (`raised`: type, message, where, ...)
+    MISSING = "missing"  # the module or object has no such attribute (`name`)
+    REFUSED = "refused"  # an answer that is not plain data (`why`, for the learner)
 
 
 class WireError(ValueError):
@@ -163,6 +217,32 @@ def refusal(value, what: str = "returned") -> str:
         f"{what} a `{name}`, which is not data the checks can compare",
         f"{what_zh}的是 `{name}`，不是检查能够比较的数据",
     )
+
+
+def request(op: Op, **fields) -> dict:
+    """A request message."""
+    return {"op": op.value, **fields}
+
+
+def reply(answer: Answer, **fields) -> dict:
+    """An answer message."""
+    return {"answer": answer.value, **fields}
+
+
+def op_of(message: dict) -> Op:
+    """The operation a request asks for (WireError when it names none)."""
+    try:
+        return Op(message.get("op"))
+    except ValueError:
+        raise WireError(f"unknown request {message.get('op')!r}") from None
+
+
+def answer_of(message: dict) -> Answer:
+    """The kind of an answer (WireError when it is none)."""
+    try:
+        return Answer(message.get("answer"))
+    except ValueError:
+        raise WireError(f"unknown answer {message.get('answer')!r}") from None
 
 
 def pack(message: dict, keep=None) -> bytes:
@@ -276,3 +356,84 @@ def read_message(read, handle=None) -> dict:
     if blob_size > MAX_BLOB:
         raise WireError(f"tensors of {blob_size} bytes are over the limit")
     return unpack_body(body, read_exact(read, blob_size), handle)
+
+
+class Reader:
+    """Assembles one message from chunks as they arrive: `feed(chunk)`, then `message()` once `done`."""
+
+    def __init__(self):
+        self.buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        if (self._size() or 0) > 12 + MAX_JSON + MAX_BLOB:
+            raise WireError("a message over the size limit")
+
+    @property
+    def done(self) -> bool:
+        size = self._size()
+        return size is not None and len(self.buffer) >= size
+
+    def message(self, handle=None) -> dict:
+        """The message, once `done` (WireError when it is malformed)."""
+        (size,) = struct.unpack(">I", self.buffer[:4])
+        if size > MAX_JSON:
+            raise WireError(f"a message of {size} bytes is over the limit")
+        return unpack_body(bytes(self.buffer[4 : 4 + size]), bytes(self.buffer[12 + size :]), handle)
+
+    def _size(self) -> int | None:
+        """The whole message's length in bytes, once its headers have arrived."""
+        if len(self.buffer) < 4:
+            return None
+        (size,) = struct.unpack(">I", self.buffer[:4])
+        if len(self.buffer) < 12 + size:
+            return 12 + size
+        (blob,) = struct.unpack(">Q", self.buffer[4 + size : 12 + size])
+        return 12 + size + blob
+
+
+_CREDENTIALS = struct.Struct("iII")  # struct ucred: pid, uid, gid
+CREDENTIALS_SPACE = socket.CMSG_SPACE(_CREDENTIALS.size)  # what recvmsg needs room for, to read them
+
+
+def send(channel: socket.socket, message: dict, fds: tuple[int, ...] = (), keep=None) -> None:
+    """Send one message, with descriptors `fds` passed alongside its first byte."""
+    data = pack(message, keep)
+    if fds:
+        socket.send_fds(channel, [data[:1]], list(fds))
+        data = data[1:]
+    channel.sendall(data)
+
+
+def receive(channel: socket.socket, handle=None) -> dict:
+    """One message from a socket (EOFError when it closed, WireError when the bytes are not one)."""
+    return read_message(channel.recv, handle)
+
+
+def receive_fds(channel: socket.socket, most: int) -> tuple[dict, list[int]]:
+    """One message and the (at most `most`) descriptors passed with it."""
+    first, fds, _, _ = socket.recv_fds(channel, 1, most)
+    if not first:
+        raise EOFError("the channel closed")
+    return read_message(_after(first, channel.recv)), fds
+
+
+def sender_pid(ancillary: list) -> int | None:
+    """The sending process's pid in the credentials of `recvmsg`'s ancillary data (SO_PASSCRED on
+    the receiving socket), as the kernel reports it to the receiver; None where none came."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+            return _CREDENTIALS.unpack(data[: _CREDENTIALS.size])[0]
+    return None
+
+
+def _after(first: bytes, read):
+    """A `read` that returns `first` before what `read` returns."""
+    pending = [first]
+
+    def read_more(count: int) -> bytes:
+        if pending:
+            return pending.pop()
+        return read(count)
+
+    return read_more

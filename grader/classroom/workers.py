@@ -1,0 +1,166 @@
+"""A pool of warm grading workers: processes that import torch and pytest once, keep a warm
+contestant process of their own (an arena, grader.run.arena) and grade one file at a time.
+
+    with Workers(2, settings, slugs, run_folder) as workers:
+        for task, outcome in workers.run(tasks):    # as each finishes
+            ...
+
+A task is a picklable `(function, arguments)` pair; the worker calls `function(*arguments, arena)`
+in a process of its own and sends back what it returns, or a `Failed(reason)` when it raised. A
+worker that dies while working is replaced and its task given to another once; a task whose
+second worker dies too comes back as `Died`. The pool's state lives in the object, the
+worker's in its own loop (`serve`): nothing module-wide. Everything a worker makes on disk lies in
+the run's folder (its drop folder, its judges' scratch folders); `close()` ends every worker (a
+worker's warm process and judges end with it) and whatever cgroup the dead ones left.
+"""
+
+import gc
+import multiprocessing
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+from grader.run import containment
+
+RETRIES = 1  # a task whose worker died is given to another worker this many times
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The task raised in the worker (the grader's own failure): why."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Died:
+    """Every worker given the task died while working on it."""
+
+    reason: str = "the grading worker died while grading this file"
+
+
+@dataclass
+class _Worker:
+    process: multiprocessing.Process
+    connection: Connection
+    task: tuple | None = None  # (index, task) it is working on
+    tries: int = 0
+
+
+class Workers:
+    def __init__(self, count: int, sandboxed: bool, lang: str, imports: list[str], folder: Path):
+        """`count` workers whose warm processes run `imports` (in the sandbox or not), with their
+        messages in `lang`; everything they write lies under `folder`."""
+        self.count = count
+        self.setup = (sandboxed, lang, sorted(imports), str(folder))
+        self.context = multiprocessing.get_context("spawn")
+        self.workers: list[_Worker] = []
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _start(self) -> _Worker:
+        ours, theirs = self.context.Pipe()
+        process = self.context.Process(target=serve, args=(theirs, *self.setup), daemon=True)
+        process.start()
+        theirs.close()
+        worker = _Worker(process, ours)
+        self.workers.append(worker)
+        return worker
+
+    def run(self, tasks: list[tuple[Callable, tuple]]) -> Iterator[tuple[int, object]]:
+        """(index of the task, its outcome) for every task, as each finishes."""
+        pending = list(enumerate(tasks))
+        tries: dict[int, int] = {}
+        while len(self.workers) < min(self.count, len(pending)):
+            self._start()
+        busy = 0
+        while pending or busy:
+            for worker in self.workers:
+                if worker.task is None and pending:
+                    worker.task = pending.pop(0)
+                    worker.connection.send(worker.task[1])
+                    busy += 1
+            ready = wait([w.connection for w in self.workers if w.task] + [w.process.sentinel for w in self.workers])
+            for worker in list(self.workers):
+                if worker.task is None:
+                    if worker.process.sentinel in ready:  # died idle: start another
+                        self._replace(worker)
+                    continue
+                if worker.connection in ready:
+                    try:
+                        outcome = worker.connection.recv()
+                    except (EOFError, OSError):
+                        outcome = None
+                    if outcome is not None:
+                        index, worker.task = worker.task[0], None
+                        busy -= 1
+                        yield index, outcome
+                        continue
+                if worker.process.sentinel in ready or not worker.process.is_alive():
+                    index, task = worker.task
+                    worker.task = None
+                    busy -= 1
+                    tries[index] = tries.get(index, 0) + 1
+                    if tries[index] > RETRIES:
+                        yield index, Died()
+                    else:
+                        pending.insert(0, (index, task))
+                    self._replace(worker)
+
+    def _replace(self, worker: _Worker) -> None:
+        self.workers.remove(worker)
+        worker.connection.close()
+        worker.process.join(timeout=1)
+        containment.clean_leftovers()  # the cgroups of the file it was grading, and their processes
+        self._start()
+
+    def close(self) -> None:
+        """End every worker now (their warm processes and judges end with them); no cgroup is left."""
+        for worker in self.workers:
+            worker.connection.close()
+        for worker in self.workers:
+            if worker.process.is_alive():
+                worker.process.kill()
+        for worker in self.workers:
+            worker.process.join()
+        self.workers = []
+        containment.clean_leftovers()
+
+
+def serve(connection: Connection, sandboxed: bool, lang: str, imports: list[str], folder: str) -> None:
+    """A worker: import once what every grading run needs, start the warm contestant process, then
+    grade what it is sent until the pool closes the connection."""
+    import _pytest.config  # noqa: F401
+    import torch  # noqa: F401
+
+    import grader.judging.plugin  # noqa: F401
+    from grader.content.i18n import set_message_language
+    from grader.run.arena import Arena
+
+    set_message_language(lang)  # the warm process's contestants word their refusals in it
+    home = Path(tempfile.mkdtemp(prefix="worker-", dir=folder))
+    arena = Arena.start(imports, sandboxed, fingerprints=Path(folder) / "fingerprints", home=home)
+    for line in imports:  # the references' own imports (transformers, for one): each judge forks with them loaded
+        exec(line, {})
+    arena.zygote.wait_ready()  # before the first judge forks: each judge shares it
+    gc.collect()
+    gc.freeze()  # the judges it forks never walk (nor copy) what was imported here when they collect
+    try:
+        while True:
+            try:
+                function, arguments = connection.recv()
+            except (EOFError, OSError):
+                break
+            try:
+                outcome = function(*arguments, arena)
+            except Exception as error:  # the grader's own failure, not a file's
+                outcome = Failed(f"{type(error).__name__}: {error}")
+            connection.send(outcome)
+    finally:
+        arena.close()

@@ -1,0 +1,77 @@
+"""Naming a mistake: the known misconceptions whose variant fails a check exactly as the file does.
+
+When a check fails, the same check runs on every variant of the kata (the reference with one
+known mistake) and the variants that fail it with the same kind of error and the same message are
+named (grader.judging.fingerprints remembers how each variant fails each check, so this mostly
+reads a file). A variant is the grader's own code: it runs in a trusted contestant of its own
+(grader.judging.boxes), forked from the warm process, never where the file's code ran, and kept
+for the file's later checks. Only this judge writes the fingerprint store.
+"""
+
+import time
+
+import pytest
+
+from grader.content.catalogue import Kata
+from grader.judging.boxes import Boxes
+from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint
+from grader.judging.items import run_check
+from grader.run.judge import Contestant, KnownHang, Stopped
+
+
+class Naming:
+    def __init__(self, kata: Kata, boxes: Boxes, fingerprints: Fingerprints, reference):
+        self.boxes = boxes
+        self.fingerprints = fingerprints
+        self.reference = reference
+        self.variants = {item.id: kata.variant(item.id) for item in kata.misconceptions}
+        self.contestants: dict[str, Contestant] = {}
+
+    def failing_alike(self, item: pytest.Item, failure: BaseException, deadline: float) -> list[str]:
+        """The variants whose run of this check raises the same kind of error with the same message;
+        variants not yet fingerprinted are run until `deadline` (naming never costs a timeout)."""
+        wanted = fingerprint(failure)
+        matches = []
+        self.fingerprints.refresh()
+        for misconception_id in self.variants:
+            known = self.fingerprints.get(item.nodeid, misconception_id)
+            if known is MISSING:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    variant = self._variant(misconception_id, left)
+                except (Stopped, KnownHang):
+                    break
+                try:
+                    known = self._fingerprint_of(item, variant)
+                except (Stopped, KnownHang):  # it did not end in time: neither a match nor remembered
+                    continue
+                self.fingerprints.put(item.nodeid, misconception_id, known)
+            if known == wanted:
+                matches.append(misconception_id)
+        return matches
+
+    def _fingerprint_of(self, item: pytest.Item, variant: Contestant) -> list[str] | None:
+        """How the check ends with `variant` as the module under test."""
+        try:
+            run_check(item, variant, self.reference)
+        except Exception as error:
+            return fingerprint(error)
+        return None
+
+    def _variant(self, misconception_id: str, seconds: float) -> Contestant:
+        """The variant's contestant, kept for the file's later checks (one process per variant per
+        file, not per check, keeps naming cheap)."""
+        variant = self.contestants.get(misconception_id)
+        if variant is None or variant.pid is None:
+            label = f"<misconception {misconception_id}>"
+            variant = self.boxes.trusted(self.variants[misconception_id], label, seconds)
+            self.contestants[misconception_id] = variant
+        variant.deadline = time.monotonic() + seconds
+        return variant
+
+    def close(self) -> None:
+        for variant in self.contestants.values():
+            variant.close()
+        self.contestants = {}
