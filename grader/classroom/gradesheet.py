@@ -6,7 +6,8 @@ A kata a student did not hand in is "missing": an empty cell in the CSV, 0 in th
 A file's score is the points it keeps (earned_points: per TODO, kata.toml's `points` or --points,
 and one for the input contract) over the maximum; with scoring "checks", the fraction of checks passed.
 Students, strays and ignored entries are display names (grader.classroom.names.display_name), here as in
-every file: the CSV quotes one a spreadsheet would run (_cell); the XML escapes what it must.
+every file: the CSV quotes any cell a spreadsheet would run (_cell); the XML escapes what it must.
+The checks' messages are inert already (grader.report.inert, applied where a result is built).
 """
 
 import csv
@@ -180,12 +181,12 @@ def grades_csv(sheet: dict) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     by_points = sheet.get("scoring", "checks") == "todos"
     headers = [f"{slug} (of {sum(sheet['points'][slug].values())})" if by_points else slug for slug in sheet["katas"]]
-    writer.writerow(["student", *headers, "mean"])
+    writer.writerow(map(_cell, ["student", *headers, "mean"]))
     for student, row in sheet["students"].items():
         cells = [
             "" if row[slug]["status"] == "missing" else _score_cell(row[slug], by_points) for slug in sheet["katas"]
         ]
-        writer.writerow([_cell(student), *cells, f"{student_mean(row):.4f}"])
+        writer.writerow(map(_cell, [student, *cells, f"{student_mean(row):.4f}"]))
     return buffer.getvalue()
 
 
@@ -194,8 +195,9 @@ def _score_cell(entry: dict, by_points: bool) -> str:
 
 
 def _cell(text: str) -> str:
-    """A name a spreadsheet would not run as a formula: one that starts with = + - @ TAB or CR gets a
-    leading quote ', and so does one that starts with a quote, so a reader drops exactly one."""
+    """A cell a spreadsheet would not run as a formula (every cell: names, headers, numbers): one that
+    starts with = + - @ TAB or CR gets a leading quote ', and so does one that starts with a quote,
+    so a reader drops exactly one."""
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r", "'") else text
 
 

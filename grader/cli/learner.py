@@ -93,6 +93,7 @@ def check(
 ) -> int:
     """Grade your file for KATA: each check runs in its own process, with a time limit."""
     from grader.oracles.against import AgainstError, require
+    from grader.report.inert import inert
     from grader.report.terminal import build_report
     from grader.run.grading import GradingError, run_checks
 
@@ -116,8 +117,8 @@ def check(
         checking = console.status(phrase(lang, "checking", path=path))
         with checking if console.is_terminal and not as_json else nullcontext():
             result = run_checks(kata, path, timeout, against=against, lang=lang)
-    except GradingError as error:
-        errors.print(f"kata: {error}", style="error")
+    except GradingError as error:  # it may quote the judge's last line: inert, and never markup
+        errors.print(f"kata: {inert(str(error))}", style="error", markup=False)
         return 1
     if file_path is None and not against:  # progress counts the kata's own grading only
         workspace.record_check(kata.slug, result)

@@ -16,6 +16,7 @@ from grader.cli.workspace import Workspace
 from grader.content import catalogue
 from grader.content.catalogue import Kata
 from grader.content.i18n import phrase
+from grader.report.inert import inert
 from grader.report.terminal import build_report
 from grader.run.grading import GradingError, run_checks
 
@@ -51,8 +52,8 @@ def _check(kata: Kata, workspace: Workspace, timeout: float, lang: str, console:
         console.clear()
     try:
         result = run_checks(kata, path, timeout, lang=lang)
-    except GradingError as error:
-        console.print(f"kata: {error}", style="error")
+    except GradingError as error:  # it may quote the judge's last line: inert, and never markup
+        console.print(f"kata: {inert(str(error))}", style="error", markup=False)
         return
     workspace.record_check(kata.slug, result)
     console.print(build_report(result, kata, lang, str(path)))

@@ -1,9 +1,14 @@
 """The result of grading one file: plain data, shared by the plugin (which writes it as JSON) and
 the CLI (which reads it, reports it and records progress). No torch here.
+
+What the file's code controls (a check's message and output, the load error, the target) is made
+inert (grader.report.inert) when a result is built, by the judge or from JSON: every output reads it so.
 """
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+
+from grader.report.inert import inert
 
 STATUSES = ("passed", "failed", "error", "timeout")
 SCORINGS = ("todos", "checks")  # a file's score: points per TODO, or the fraction of checks passed (gradesheet)
@@ -23,6 +28,10 @@ class CheckResult:
     expected_from: str = "reference"  # what gave the expected values: "reference", or "trl" (--against trl)
     whole: bool = False  # a value check of the whole function (todo None without it: the input contract)
     unwritten: int | None = None  # the TODO still raising the template's NotImplementedError in this check
+
+    def __post_init__(self):
+        """Make inert what the learner's code wrote: the message (its exceptions, reprs of its values), the output."""
+        self.message, self.output = inert(self.message), inert(self.output)
 
     def title_in(self, lang: str) -> str:
         return self.title_zh if lang == "zh" and self.title_zh else self.title
@@ -56,6 +65,11 @@ class GradeResult:
     sandboxed: bool = False  # whether the file's code ran inside the OS sandbox (grader.run.sandbox)
     location: Location | None = None  # where a failing file differs from the reference; None if it passes
     seccomp: bool = False  # whether every contestant ran under the seccomp filter (grader.run.privileges)
+
+    def __post_init__(self):
+        """Make inert the load error (the file's exception and prints) and the target (a path it was given)."""
+        self.target = inert(self.target)
+        self.load_error = None if self.load_error is None else inert(self.load_error)
 
     @property
     def passed(self) -> int:
