@@ -142,7 +142,7 @@ def test_metadata_is_complete_in_both_languages(kata):
         assert todo.title["en"] and CJK.search(todo.title["zh"]), todo.number
         assert len(todo.hints["en"]) >= 2 and len(todo.hints["en"]) == len(todo.hints["zh"]), todo.number
         assert todo.guidance["en"] and len(todo.guidance["en"]) == len(todo.guidance["zh"]), todo.number
-        assert type(todo.points) is int and todo.points >= 0, todo.number
+    assert not kata.points_problems(), kata.points_problems()  # points, whole_points: whole numbers >= 0
     for lang in ("en", "zh"):
         assert len(kata.lesson(lang).splitlines()) > 40
     assert CJK.search(kata.lesson("zh")) and not CJK.search(kata.lesson("en"))
@@ -216,6 +216,10 @@ def test_todo_markers_match_metadata_and_checks(kata):
     own_numbers = {todo.number for todo in kata.own_todos}
     graded_numbers = {int(n) for n in re.findall(r"@pytest\.mark\.todo\((\d+)\)", checks)}
     assert own_numbers <= graded_numbers, "every TODO needs at least one check"
+    tree = ast.parse(checks)  # the contract's point needs a check with neither mark
+    tests = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+    marks = [{ast.unparse(mark).split("(")[0] for mark in node.decorator_list} for node in tests]
+    assert any(not names & {"pytest.mark.todo", "pytest.mark.whole"} for names in marks), "no input-contract check"
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=SLUGS)

@@ -401,7 +401,7 @@ def test_a_file_that_vanishes_while_the_folder_is_copied_is_left_out(tmp_path, m
 
 # -- points per TODO ----------------------------------------------------------------------------
 
-WEIGHTS = {"todo1": 2, "todo2": 1, "todo3": 1, "contract": 1}
+WEIGHTS = {"todo1": 2, "todo2": 1, "todo3": 1, "whole": 1, "contract": 1}
 
 
 def result_of(failing=(), location=None, whole_fails=False) -> GradeResult:
@@ -417,15 +417,16 @@ def result_of(failing=(), location=None, whole_fails=False) -> GradeResult:
     [
         (result_of(), WEIGHTS),
         (result_of(["t2"], Location((2,), "transplant")), WEIGHTS | {"todo2": 0}),
-        (result_of(["t3"], Location((1, 3), "transplant"), True), WEIGHTS | {"todo1": 0, "todo3": 0}),
+        (result_of(["t3"], Location((1, 3), "transplant"), True), WEIGHTS | {"todo3": 0, "whole": 0}),
         (result_of(["t1"], Location((1,), "tags")), WEIGHTS | {"todo1": 0}),
-        (result_of(["t1", "t3"], Location((), "outside_todos"), True), WEIGHTS | {"todo1": 0, "todo3": 0}),
+        (result_of(["t1", "t3"], Location((), "outside_todos"), True), WEIGHTS | {"todo1": 0, "todo3": 0, "whole": 0}),
         (result_of(["contract"], Location((), "outside_todos")), WEIGHTS | {"contract": 0}),
         (GradeResult(SLUG, "x.py", [], load_error="SyntaxError"), dict.fromkeys(WEIGHTS, 0)),
     ],
     ids=["passes", "located", "two-todos", "tags", "outside", "contract", "no-checks"],
 )
-def test_a_todo_loses_its_points_when_located_or_its_checks_fail(result, kept):
+def test_a_todo_loses_its_points_when_one_of_its_checks_fails(result, kept):
+    """Its checks only: TODO 1 of "two-todos" is located but keeps its points (tests/test_points.py)."""
     assert gradesheet.earned_points(result, WEIGHTS) == kept
 
 

@@ -8,10 +8,10 @@ slugs, the scoring, the visibility). Gradescope unpacks it into ROOT/source.
 `run` grades ROOT/submission/SLUG.py for each slug with the judge of `kata grade` (batch: one
 student folder, in the OS sandbox where bwrap works, else without it, said in "output") and
 writes ROOT/results/results.json: {"score", "tests": [{"name", "score", "max_score", "output",
-"visibility"}], "output"}. One test per TODO and the input contract (scoring "todos": each key's
-points, gradesheet.earned_points) or per check (scoring "checks": 1 each); every test's output is
-the kata's feedback text (feedback.feedback_text: never reference code). ROOT is
-$KATA_AUTOGRADER_ROOT, /autograder by default.
+"visibility"}], "output"}. One test per TODO, the whole-function checks (where the kata has them)
+and the input contract (scoring "todos": each key's points, gradesheet.earned_points) or per check
+(scoring "checks": 1 each); every test's output is the kata's feedback text (feedback.feedback_text:
+never reference code). ROOT is $KATA_AUTOGRADER_ROOT, /autograder by default.
 """
 
 import json
@@ -164,8 +164,8 @@ def grade_submission(submission: Path, slugs: list[str], scoring: str, visibilit
 def _tests(
     slug: str, entry: dict, weights: dict[str, int], scoring: str, text: str, visibility: str, lang: str = "en"
 ) -> list[dict]:
-    """Gradescope tests for one kata: per TODO and contract (points) or per check (1 each); their
-    names and outputs in `lang`."""
+    """Gradescope tests for one kata: per points key (TODO N, the whole function, the input contract:
+    their points) or per check (1 each); their names and outputs in `lang`."""
     from grader.content.catalogue import get_kata, localized
     from grader.content.i18n import phrase
 
@@ -183,12 +183,14 @@ def _tests(
         if missing or not entry["checks"]:
             return [test(phrase(lang, "gs_every_check"), 0, 1, "not graded")]
         return [test(c["title"] or c["name"], int(c["status"] == "passed"), 1, c["status"]) for c in entry["checks"]]
-    titles = {f"todo{todo.number}": localized(todo.title, lang) for todo in get_kata(slug).todos}
+    names = {
+        f"todo{todo.number}": f"TODO {todo.number}: {localized(todo.title, lang)}" for todo in get_kata(slug).todos
+    }
+    names |= {"whole": phrase(lang, "gs_whole"), "contract": phrase(lang, "gs_contract")}
     out = []
     for key, top in weights.items():
-        name = f"TODO {key[4:]}: {titles[key]}" if key in titles else phrase(lang, "gs_contract")
         earned = entry["points"][key]
-        out.append(test(name, earned, top, "not handed in" if missing else "kept" if earned == top else "lost"))
+        out.append(test(names[key], earned, top, "not handed in" if missing else "kept" if earned == top else "lost"))
     return out
 
 

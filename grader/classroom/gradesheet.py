@@ -3,8 +3,10 @@ summarised as rich renderables (per-kata pass rate, score distribution, common m
 
 `build_sheet` is plain data (what grades.json holds); the writers and the summary read only it.
 A kata a student did not hand in is "missing": an empty cell in the CSV, 0 in the student's mean.
-A file's score is the points it keeps (earned_points: per TODO, kata.toml's `points` or --points,
-and one for the input contract) over the maximum; with scoring "checks", the fraction of checks passed.
+A file's score is the points it keeps (earned_points: per TODO, kata.toml's `points`; for the
+whole-function checks, its `whole_points`; one for the input contract; --points overrides them) over
+the maximum; with scoring "checks", the fraction of checks passed. Points follow the file's own check
+results only: where the mistake was located, and which misconception it fits, are feedback.
 Students, strays and ignored entries are display names (grader.classroom.names.display_name), here as in
 every file: the CSV quotes any cell a spreadsheet would run (_cell); the XML escapes what it must.
 The checks' messages are inert already (grader.report.inert, applied where a result is built).
@@ -26,7 +28,7 @@ from grader.classroom.names import escape_char, file_name
 from grader.content.catalogue import get_kata, localized
 from grader.content.i18n import phrase
 from grader.files import json_text
-from grader.report.results import GradeResult
+from grader.report.results import CheckResult, GradeResult
 
 HISTOGRAM_BINS = 5  # score distribution: [0, 20%), [20%, 40%), ... [80%, 100%]
 TOP_MISCONCEPTIONS = 5
@@ -35,10 +37,16 @@ _XML_UNSAFE = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U000100
 
 
 def kata_points(slug: str, overrides: dict | None = None) -> dict[str, int]:
-    """{"todo1": w1, ..., "contract": 1}: what each TODO (kata.toml's `points`) and the input
-    contract are worth; `overrides` ({key: points}, from --points) replaces some of them."""
-    weights = {f"todo{todo.number}": todo.points for todo in get_kata(slug).todos} | {"contract": 1}
-    return weights | (overrides or {})
+    """{"todo1": w1, ..., "whole": w, "contract": 1}: what each TODO (kata.toml's `points`), the
+    whole-function checks together (`whole_points`) and the input contract are worth; `overrides`
+    ({key: points}, from --points) replaces some of them.
+
+    A kata with no whole-function check has no "whole": no check could withhold its points.
+    """
+    kata = get_kata(slug)
+    weights = {f"todo{todo.number}": todo.points for todo in kata.todos}
+    weights |= {"whole": kata.whole_points} if kata.has_whole_checks else {}
+    return weights | {"contract": 1} | (overrides or {})
 
 
 class PointsError(ValueError):
@@ -63,20 +71,18 @@ def check_points(overrides: dict, lang: str = "en") -> dict[str, dict[str, int]]
     return overrides
 
 
-def earned_points(result: GradeResult, weights: dict[str, int]) -> dict[str, int]:
-    """The points of `weights` the file keeps: TODO N's unless its fault location names it or one of
-    its own checks fails; the contract's unless an input-contract check (no todo, not whole) fails.
+def points_key(check: CheckResult) -> str:
+    """The points a check can withhold: "todoN" for `todo(N)`, "whole" for `whole`, else "contract"."""
+    return f"todo{check.todo}" if check.todo is not None else "whole" if check.whole else "contract"
 
-    Whole-function checks carry no points of their own. A file with no checks keeps nothing.
-    """
+
+def earned_points(result: GradeResult, weights: dict[str, int]) -> dict[str, int]:
+    """The points of `weights` the file keeps: each key's unless one of its checks (points_key) did
+    not pass. Only the checks' statuses count: never the location or the diagnosis, which are the
+    file's feedback. A file with no checks keeps nothing."""
     if not result.checks:
         return dict.fromkeys(weights, 0)
-    lost = {f"todo{number}" for number in result.failing_todos}
-    if result.location is not None:
-        lost |= {f"todo{number}" for number in result.location.todos}
-    contract = [check for check in result.checks if check.todo is None and not check.whole]
-    if any(check.status != "passed" for check in contract):
-        lost.add("contract")
+    lost = {points_key(check) for check in result.checks if check.status != "passed"}
     return {key: 0 if key in lost else value for key, value in weights.items()}
 
 

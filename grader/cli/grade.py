@@ -34,13 +34,14 @@ from grader.report.console import console, errors
     help="Memory each check may add, in MB.",
 )
 @scoring_option(
-    "todos: each TODO's points (kata.toml), lost to a mistake in it; checks: the fraction of checks passed."
+    "todos: points per TODO, for the whole-function checks and for the input contract (kata.toml), each lost"
+    " when one of its checks fails; checks: the fraction of checks passed."
 )
 @click.option(
     "--points",
     "points_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A TOML file of [SLUG] tables (todo1 = 2, ..., contract = 1) overriding the katas' points.",
+    help="A TOML file of [SLUG] tables (todo1 = 2, ..., whole = 1, contract = 1) overriding the katas' points.",
 )
 @click.option("--force", is_flag=True, help="Grade every file again, even those graded before and unchanged.")
 @click.option(

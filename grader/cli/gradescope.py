@@ -19,7 +19,10 @@ from grader.report.console import console
     show_default=True,
     help="The zip to write.",
 )
-@scoring_option("todos: one test per TODO (its points) and the input contract; checks: one test per check.")
+@scoring_option(
+    "todos: one test per TODO, the whole-function checks and the input contract (their points);"
+    " checks: one test per check."
+)
 @click.option(
     "--visibility",
     type=click.Choice(["visible", "after_due_date", "after_published", "hidden"]),

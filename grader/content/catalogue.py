@@ -1,8 +1,9 @@
 """The kata catalogue: metadata, lessons and misconceptions read from `katas/<slug>/`.
 
 Per kata folder:
-- kata.toml: title (en/zh), order, difficulty, prerequisites, functions, source, and one [[todo]]
-  per TODO number of its reference (title, guidance and hints, each en/zh; points, default 1);
+- kata.toml: title (en/zh), order, difficulty, prerequisites, functions, source, whole_points
+  (default 1: what the whole-function checks are worth together), and one [[todo]] per TODO number
+  of its reference (title, guidance and hints, each en/zh; points, default 1);
 - lesson.en.md, lesson.zh.md: the lesson;
 - misconceptions.toml: [[misconception]] entries, each a textual edit of the reference;
 - checks.py: the graded checks (pytest tests).
@@ -24,7 +25,7 @@ from grader.content import render
 
 KATAS_DIR = Path(__file__).resolve().parents[2] / "katas"
 DIFFICULTIES = ("easy", "medium", "hard")
-POINTS_LINE = re.compile(rb"(?m)^[ \t]*points[ \t]*=.*\n?")  # a [[todo]]'s points, in kata.toml
+POINTS_LINE = re.compile(rb"(?m)^[ \t]*(whole_)?points[ \t]*=.*\n?")  # whole_points and a [[todo]]'s points
 
 
 class UnknownKata(LookupError):
@@ -63,6 +64,7 @@ class Kata:
     functions: tuple[str, ...]
     source: str
     own_todos: tuple[Todo, ...]
+    whole_points: int = 1  # what the whole-function checks are worth together in `kata grade --scoring todos`
 
     @cached_property
     def includes(self) -> tuple["Kata", ...]:
@@ -86,10 +88,33 @@ class Kata:
         return tuple(m for kata in self.includes for m in kata.misconceptions) + tuple(own)
 
     @cached_property
+    def has_whole_checks(self) -> bool:
+        """Whether checks.py marks a check `@pytest.mark.whole` (read, not imported: no torch)."""
+        tree = ast.parse(self.checks_path.read_text(encoding="utf-8"))
+        marks = (node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "whole")
+        return any(ast.unparse(node) == "pytest.mark.whole" for node in marks)
+
+    def points_problems(self) -> list[str]:
+        """One line per bad points value in kata.toml: `whole_points` and each own TODO's `points` must
+        be whole numbers >= 0, and `whole_points` is given only where a check is `@pytest.mark.whole`."""
+        values = [("whole_points", self.whole_points)]
+        values += [(f"TODO {todo.number}'s points", todo.points) for todo in self.own_todos]
+        where = f"katas/{self.slug}/kata.toml"
+        problems = [
+            f"{where}: {name} must be a whole number >= 0, not {value!r}"
+            for name, value in values
+            if type(value) is not int or value < 0
+        ]
+        if "whole_points" in _read_toml(self.folder / "kata.toml") and not self.has_whole_checks:
+            problems.append(f"{where}: whole_points is given, but no check is @pytest.mark.whole")
+        return problems
+
+    @cached_property
     def digest(self) -> str:
         """A digest of what grading against this kata depends on: its rendered reference and the
-        checks, metadata and misconceptions of it and of the katas it includes. A TODO's `points`
-        are left out: `kata grade` scores stored results with them and never grades again for them."""
+        checks, metadata and misconceptions of it and of the katas it includes. `whole_points` and a
+        TODO's `points` are left out: `kata grade` scores stored results with them and never grades
+        again for them."""
         hasher = hashlib.sha256(self.solution().encode())
         for kata in (*self.includes, self):
             for name in ("checks.py", "kata.toml", "misconceptions.toml"):
@@ -188,6 +213,7 @@ def _load_kata(folder: Path) -> Kata:
         functions=tuple(meta["functions"]),
         source=meta.get("source", ""),
         own_todos=tuple(todos),
+        whole_points=meta.get("whole_points", 1),
     )
 
 
