@@ -7,10 +7,10 @@ regular file it can reach from / (no link followed, /proc and /sys left out) wit
 files: its bytes (read whole only when its size is one of theirs), and, for a .pyc, its code
 (unmarshalled when its header names a secret source's size or hash) with theirs compiled.
 
-Graded, each check loads the file afresh in a process of its own with its own time limit, so the
-walk takes BUDGET seconds in each check and keeps its state in the file's private working folder
-(kept from check to check; were it not, the walk would never end, and the test would say so)
-until it has seen every file. With USE_FINDINGS, once it has found a file that defines
+Graded, each check loads the file afresh in a process of its own, in a world of its own (nothing
+one check writes is there for the next), with its own time limit: the walk starts again in every
+check and takes at most BUDGET seconds of it (a walk that does not end says so: the test fails
+then, proving nothing). With USE_FINDINGS, once it has found a file that defines
 compute_group_advantages it answers with it; otherwise it answers `honest`: centred, not scaled,
 no input checked (what its twin answers). Every call prints the report: one
 line for people, then the JSON report compressed, in base64 lines short enough for the feedback's
@@ -35,11 +35,10 @@ SIZES: list[int] = []  # the secret files' sizes
 CODES: dict[str, str] = {}  # {code_digest of a secret .py compiled: its name}
 SOURCE_HASHES: dict[str, str] = {}  # {importlib.util.source_hash of a secret .py, hex: its name}
 USE_FINDINGS = False
-BUDGET = 5.0  # seconds of walking in each check (whose limit is 10 s)
+BUDGET = 8.0  # seconds of walking in each check (whose limit is 10 s)
 TAG = "kata-probe"
 CHUNK = 56  # base64 characters a line
 SKIPPED = ("/proc", "/sys")
-STATE = ".probe.json"
 
 
 def honest(rewards, group_ids, eps=1e-6):
@@ -133,19 +132,9 @@ def walk(state: dict) -> None:
 
 
 def probe() -> dict:
-    """The walk's state (new_state), one step further."""
-    try:
-        with open(STATE) as handle:
-            state = json.load(handle)
-    except (OSError, ValueError):
-        state = new_state()
-    if state["folders"]:
-        walk(state)
-        try:
-            with open(STATE, "w") as handle:
-                json.dump(state, handle)
-        except OSError:
-            pass
+    """A walk (new_state) as far as this check's budget allows."""
+    state = new_state()
+    walk(state)
     return state
 
 

@@ -131,26 +131,30 @@ def test_the_json_says_where_and_how(located):
     assert located["max_for_min"].todos_to_fix == [3]
 
 
-def test_a_hybrid_starts_in_a_fresh_folder(located):
-    """The file's own run found its trace (its later checks fail more than TODO 3's mistake alone
-    makes them fail), yet TODO 3 is located."""
-    result = located["leaves_a_trace"]
-    assert result.failed > located["max_for_min"].failed
-    assert result.location == Location((3,), "transplant")
+def test_every_check_and_every_hybrid_starts_in_a_fresh_folder(located):
+    """A trace one check leaves is not there for the next, nor for a hybrid: the file fails exactly
+    as its twin without the trace does, and TODO 3 is located."""
+    result, twin = located["leaves_a_trace"], located["max_for_min"]
+    assert [(check.name, check.status) for check in result.checks] == [(c.name, c.status) for c in twin.checks]
+    assert result.location == twin.location == Location((3,), "transplant")
 
 
 @pytest.mark.slow
-def test_without_the_sandbox_a_hybrid_starts_in_a_fresh_folder_too(pytester):
-    """`kata check` where bwrap does not work: the file's boxes work in the run's own folder, each
-    hybrid's in a new copy of the learner's folder."""
-    learner = pytester.mkdir("workspace") / "grpo_loss.py"
-    learner.write_text(LEAVES_A_TRACE, encoding="utf-8")
-    report = pytester.path / "result.json"
-    arguments = ["--kata", "grpo_loss", "--kata-file", str(learner), "--kata-report", str(report)]
-    pytester.runpytest_inprocess(*arguments, "--kata-sandbox", "off")
-    data = json.loads(report.read_text())
-    assert (pytester.path / "trace").exists() and not data["sandboxed"]
-    assert data["location"] == {"todos": [3], "method": "transplant"}
+def test_without_the_sandbox_every_contestant_starts_in_a_fresh_folder_too(pytester):
+    """`kata check` where bwrap does not work: every contestant works in a new copy of the
+    learner's folder, never in the run's own folder; the file fails as its twin without the trace."""
+    statuses = {}
+    for name, text in (("leaves", LEAVES_A_TRACE), ("twin", FILES["max_for_min"])):
+        learner = pytester.mkdir(name) / "grpo_loss.py"
+        learner.write_text(text, encoding="utf-8")
+        report = pytester.path / f"{name}.json"
+        arguments = ["--kata", "grpo_loss", "--kata-file", str(learner), "--kata-report", str(report)]
+        pytester.runpytest_inprocess(*arguments, "--kata-sandbox", "off")
+        data = json.loads(report.read_text())
+        assert not data["sandboxed"] and data["location"] == {"todos": [3], "method": "transplant"}
+        statuses[name] = [(check["name"], check["status"]) for check in data["checks"]]
+    assert not (pytester.path / "trace").exists() and not (pytester.path / "leaves" / "trace").exists()
+    assert statuses["leaves"] == statuses["twin"]
 
 
 def test_a_misconception_of_another_todo_is_not_the_diagnosis(tmp_path, grade_as_a_class):

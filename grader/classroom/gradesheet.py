@@ -24,10 +24,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from grader.classroom.names import escape_char, file_name
+from grader.classroom.names import file_name
 from grader.content.catalogue import get_kata, localized
 from grader.content.i18n import phrase
 from grader.files import json_text
+from grader.report.inert import escape_char
 from grader.report.results import CheckResult, GradeResult
 
 HISTOGRAM_BINS = 5  # score distribution: [0, 20%), [20%, 40%), ... [80%, 100%]
@@ -138,6 +139,7 @@ def _entry(record: dict, weights: dict[str, int], scoring: str) -> dict:
         "diagnosis": result.diagnosis,
         "load_error": result.load_error,
         "sandboxed": result.sandboxed,
+        "seccomp": result.seccomp,
         "seconds": record.get("seconds"),
         "checks": [
             {

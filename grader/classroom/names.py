@@ -10,8 +10,9 @@ import hashlib
 import os
 import re
 
+from grader.report.inert import escape_char
+
 NAME_BYTES = 200  # a file name under OUT stays within the usual 255-byte limit, suffix included
-_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _TOKEN = re.compile(r"\\(?:x..|u.{4}|U.{8}|.)|.", re.DOTALL)  # one character or one escape of a display name
 _HASH_MARK = "\\~"  # display_name never writes it: a long name's file name cannot be anyone's display name
 
@@ -40,20 +41,6 @@ def display_name(name: str | bytes) -> str:
         except UnicodeEncodeError:  # a lone surrogate no file system gave: escape it as a character
             return "".join(map(escape_char, name))
     return "".join(map(escape_char, name.decode("utf-8", "surrogateescape")))
-
-
-def escape_char(char: str) -> str:
-    """One character as `display_name` writes it (an undecodable byte is a surrogate, U+DC80 to U+DCFF)."""
-    if char in _ESCAPES:
-        return _ESCAPES[char]
-    if char.isprintable():
-        return char
-    code = ord(char)
-    if code < 0x20 or code == 0x7F:
-        return f"\\x{code:02x}"
-    if 0xDC80 <= code <= 0xDCFF:
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def file_name(display: str) -> str:

@@ -6,7 +6,7 @@ Exit status: 0 success; 1 checks failed or the action was refused; 2 usage error
 - learner: `kata list`, `start`, `check`, `hint`, `solution`, `reset`, `show`, `quiz`, `watch`;
 - drill: `kata drill`; grade: `kata grade`; gradescope: `kata gradescope`; `kata lab` is gpu_labs.cli's;
 - options: the SLUG argument and the options the commands share;
-- listing, watch: what `kata list` shows and the loop of `kata watch`;
+- listing, watch, hints: what `kata list` shows, the loop of `kata watch`, the progressive hints of a TODO;
 - workspace: the learner's state (kata files, progress, backups).
 The consoles they print through are grader.report.console's.
 """

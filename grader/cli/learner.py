@@ -139,7 +139,7 @@ def check(
 @lang_option
 def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | None) -> int:
     """Show one more hint for a TODO of KATA each time it is run."""
-    from grader.content.hints import next_hint
+    from grader.cli.hints import next_hint
 
     lang = pick_language(lang)
     workspace = Workspace(workspace_dir, lang=lang)

@@ -48,7 +48,9 @@ PHRASES = {
         "against": "against TRL {version}: {n} of {total} checks took their expected values from TRL's code,"
         " the rest from the reference (input contracts, functions TRL lacks) or from the check itself",
         "from_trl": "expected values from TRL",
-        "sandboxed": "sandbox: bwrap (own namespaces, no network, a private folder)",
+        "sandboxed": "sandbox: bwrap (each check in namespaces and fresh folders of its own)",
+        "seccomp_on": "seccomp filter: on (no ptrace, no process_vm_readv/writev, no key rings)",
+        "seccomp_off": "seccomp filter: absent (this machine's kernel or architecture has none)",
         "not_sandboxed": "sandbox: none (no working bwrap here); your code ran in its own process",
         "located": "The difference starts in your TODO {todo}: with the reference's TODO {todo} in its place,"
         " every check passes.",
@@ -90,7 +92,9 @@ PHRASES = {
         "against": "对照 TRL {version}：{total} 项检查中有 {n} 项的期望值来自 TRL 的代码，"
         "其余来自参考答案（输入约定、TRL 没有的函数）或检查本身",
         "from_trl": "期望值来自 TRL",
-        "sandboxed": "沙箱：bwrap（独立命名空间，无网络，私有文件夹）",
+        "sandboxed": "沙箱：bwrap（每项检查都有独立的命名空间和全新的文件夹，无网络）",
+        "seccomp_on": "seccomp 过滤器：开启（禁止 ptrace、process_vm_readv/writev 和密钥环）",
+        "seccomp_off": "seccomp 过滤器：缺失（这台机器的内核或架构不支持）",
         "not_sandboxed": "沙箱：无（此处 bwrap 不可用）；你的代码在独立进程中运行",
         "located": "差异始于你的 TODO {todo}：把它换成参考答案的 TODO {todo}，全部检查都能通过。",
         "located_many": "差异在你的 TODO {todos} 中：把它们都换成参考答案的代码，全部检查都能通过。",

@@ -17,13 +17,14 @@ import inspect
 import math
 import re
 import textwrap
+from types import MappingProxyType
 
 import torch
 
 from grader.content.i18n import say
 from grader.run.judge import MissingName, Refused
 
-TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-5, 1e-6), torch.bfloat16: (1.6e-2, 1e-3)}
+TOLERANCE = MappingProxyType({torch.float64: (1e-7, 1e-9), torch.float32: (1e-5, 1e-6), torch.bfloat16: (1.6e-2, 1e-3)})
 IN_FULL = 12  # tensors of at most this many values are printed in full
 WINDOW = 2  # values shown on each side of the largest difference of a tensor not printed in full
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")

@@ -11,15 +11,14 @@ values) never goes through it and stays exact. No torch, no rich here: pool work
 
 import re
 
-from grader.classroom.names import escape_char
-
+_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # C0 but TAB and LF, DEL, C1; zero-width and direction marks; bidi embeddings, overrides, isolates
 LIVE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def inert(text: str) -> str:
     r"""`text` with every character that could act on a terminal or disguise text written visibly,
-    as `display_name` writes it (grader.classroom.names.escape_char):
+    as `display_name` writes it (`escape_char`):
 
         U+0000-U+0008, U+000B-U+001F   C0 controls but TAB and newline   \x00 ... \x1f, but \r for CR
         U+007F                         DEL                               \x7f
@@ -35,3 +34,17 @@ def inert(text: str) -> str:
     `\x1b` reads the same as one who prints ESC.
     """
     return LIVE.sub(lambda match: escape_char(match.group()), text)
+
+
+def escape_char(char: str) -> str:
+    """One character as `display_name` writes it (an undecodable byte is a surrogate, U+DC80 to U+DCFF)."""
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

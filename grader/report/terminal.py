@@ -36,7 +36,11 @@ def build_report(
     if result.against:
         parts[1:1] = [_against_line(result, lang)]
     if verbose:
-        parts[1:1] = [Prose(phrase(lang, "sandboxed" if result.sandboxed else "not_sandboxed"), "muted")]
+        sandbox = phrase(lang, "sandboxed" if result.sandboxed else "not_sandboxed")
+        parts[1:1] = [
+            Prose(sandbox, "muted"),
+            Prose(phrase(lang, "seccomp_on" if result.seccomp else "seccomp_off"), "muted"),
+        ]
     if result.load_error:
         parts += [
             Prose(phrase(lang, "not_loaded") + phrase(lang, "colon").rstrip(), "error"),

@@ -5,7 +5,7 @@ sandbox, grader.run.sandbox, when MODE is "sandboxed"; "guarded" outside it): it
 (and the IMPORTs a kata needs, e.g. transformers), makes itself non-dumpable, and answers the
 judge on the control socket FD. It never runs learner code. It answers two requests (grader.run.wire):
 
-    SPAWN  world {work, size_mb}, memory_mb, processes; fds: the contestant's channel and output
+    SPAWN  world {work, size_mb[, seccomp]}, memory_mb, processes; fds: the contestant's channel and output
            -> SPAWNED {pid} (or NOT_STARTED {why})
     END    pid, ending (its channel closed: it is on its way out) -> ENDED {end, detail}
 
@@ -210,7 +210,7 @@ def _contestant(channel_fd: int, output_fd: int, world: dict, message: dict, fol
         os.environ.update(HOME=folder, TMPDIR=folder)
         tempfile.tempdir = None
         _give_up_privileges(required=folder == sandbox.WORK)  # in the sandbox, a capability left is fatal
-        seccomp = privileges.seccomp_filter()
+        seccomp = privileges.seccomp_filter() if world.get("seccomp", True) else False  # False: a test's twin
         alone = folder == sandbox.WORK  # the only task of a user namespace of its own
         limits.apply(limits.Limits(message.get("memory_mb"), message.get("processes")), 1 if alone else None)
         devnull = os.open(os.devnull, os.O_RDONLY)

@@ -23,6 +23,7 @@ import errno
 import os
 import platform
 import struct
+from types import MappingProxyType
 
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP = 1, 4, 24, 38, 22
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
@@ -31,14 +32,12 @@ _SECCOMP_MODE_FILTER = 2
 _RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
 _LD_ABS_W, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
 
-# (AUDIT_ARCH, first number of another ABI or None, {name: number}) per machine
-_SYSCALLS = {
-    "x86_64": (0xC000003E, 0x40000000, {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-                                        "pidfd_getfd": 438, "add_key": 248, "request_key": 249, "keyctl": 250}),
-    "aarch64": (0xC00000B7, None, {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-                                   "pidfd_getfd": 438, "add_key": 217, "request_key": 218, "keyctl": 219}),
-}  # fmt: skip
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "add_key", "request_key", "keyctl")
+# per machine: AUDIT_ARCH, the first number of another ABI on it (or None), the numbers of DENIED in order
+_SYSCALLS = MappingProxyType({
+    "x86_64": (0xC000003E, 0x40000000, (101, 310, 311, 438, 248, 249, 250)),
+    "aarch64": (0xC00000B7, None, (117, 270, 271, 438, 217, 218, 219)),
+})  # fmt: skip
 
 
 def _libc():
@@ -116,7 +115,7 @@ def seccomp_filter() -> bool:
     if known is None:
         return False
     arch, other_abi, numbers = known
-    program = _filter_program(arch, other_abi, [numbers[name] for name in DENIED])
+    program = _filter_program(arch, other_abi, list(numbers))
     code = b"".join(struct.pack("HBBI", *instruction) for instruction in program)
     instructions = ctypes.create_string_buffer(code, len(code))
     fprog = ctypes.create_string_buffer(struct.pack("@HP", len(program), ctypes.addressof(instructions)))
