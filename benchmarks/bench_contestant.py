@@ -1,30 +1,36 @@
-"""What one check's contestant costs, against a bare fork of a process that imported torch.
+"""What one check's contestant costs, and what of it is its world of its own.
 
     python benchmarks/bench_contestant.py [--checks 60] [--rounds 5]
 
-In one run: a warm process (in the sandbox where it works) opens a file's box; each round times
-`--checks` contestants started, called once (a round trip with a tensor each way) and ended, and
-as many bare fork-and-exit pairs of this process (torch imported, nothing else done). Reports the
-medians per check and their ratio. A contestant is a fork of the box, which is a fork of the warm
-process: its cost is mostly the kernel copying page tables, so the warm process backs its heap
-with huge pages (grader.run.contestant._huge_pages).
+In one run, in turns: each round times `--checks` contestants started, loaded, called once (a round
+trip with a tensor each way) and ended, of each kind below, and as many bare fork-and-exit pairs of
+this process (torch imported, nothing else done). Reports the medians per check and their ratios.
+
+- sandboxed, in a cgroup: what `kata grade` pays per check (as root, where cgroups can be made):
+  a fork of the warm process, pid 1 of a pid namespace of its own, mount, IPC and user namespaces,
+  three fresh tmpfs and a /proc of its own, the staged folder copied in, every privilege dropped,
+  the seccomp filter, then moved into the file's cgroup before it loads anything;
+- sandboxed: the same without the cgroup (`kata check` as a learner, not root);
+- outside the sandbox: a fork of the warm process in a fresh temporary folder of its own.
+
+Most of a contestant's cost is the kernel copying page tables at the fork, so the warm process
+backs its heap with huge pages (grader.run.contestant._huge_pages).
 """
 
 import argparse
 import os
 import platform
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import torch
 
 from grader.content.catalogue import get_kata
-from grader.run import sandbox
-from grader.run.judge import Zygote
+from grader.run import containment, sandbox
+from grader.run.arena import Arena
 from grader.run.limits import Limits
+
+LIMITS = Limits(2048, None)
 
 
 def per_check(action, count: int) -> float:
@@ -41,6 +47,20 @@ def bare_fork() -> None:
     os.waitpid(pid, 0)
 
 
+def contestant_of(arena: Arena, source: str, values: torch.Tensor, cgroup=None):
+    """One check's contestant: spawned, loaded, called once, ended."""
+    staged, work = arena.stage()
+    (staged / "kl_estimators.py").write_text(source, encoding="utf-8")
+
+    def contestant() -> None:
+        learner = arena.zygote.spawn({"work": work, "size_mb": 64}, 10.0, limits=LIMITS, cgroup=cgroup)
+        learner.load(source, "kl_estimators.py")
+        learner.call("k3_kl", values, values)
+        learner.close()
+
+    return contestant
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checks", type=int, default=60)
@@ -49,33 +69,37 @@ def main() -> None:
     torch.set_num_threads(1)
     source = get_kata("kl_estimators").solution()
     values = torch.randn(64, 32)
-    with tempfile.TemporaryDirectory() as scratch:
-        drop = Path(scratch) if sandbox.choose("auto") else None
-        zygote = Zygote.start(["import torch"], Limits(2048, None), drop)
-        work = Path(scratch) / "file"
-        work.mkdir()
-        box = zygote.open_file(work)
-
-        def contestant() -> None:
-            learner = box.spawn(source, "kl_estimators.py", 10.0)
-            learner.call("k3_kl", values, values)
-            learner.close()
-
-        ours, bare = [], []
-        for _ in range(args.rounds):
-            ours.append(per_check(contestant, args.checks))
-            bare.append(per_check(bare_fork, args.checks))
-        box.close()
-        zygote.close()
-    new, old = statistics.median(ours), statistics.median(bare)
+    arenas = {"outside the sandbox": Arena.start(["import torch"], sandboxed=False)}
+    cgroup = containment.Box(memory_mb=LIMITS.memory_mb) if sandbox.choose("auto") else None
+    if cgroup is not None:
+        sandboxed = Arena.start(["import torch"], sandboxed=True)
+        arenas["sandboxed"] = sandboxed
+        kinds = {"sandboxed, in a cgroup": contestant_of(sandboxed, source, values, cgroup)} if cgroup.paths else {}
+        kinds["sandboxed"] = contestant_of(sandboxed, source, values)
+    else:
+        kinds = {}
+    kinds["outside the sandbox"] = contestant_of(arenas["outside the sandbox"], source, values)
+    for arena in arenas.values():
+        arena.zygote.wait_ready()
+    times: dict[str, list[float]] = {kind: [] for kind in [*kinds, "bare fork"]}
+    for _ in range(args.rounds):
+        for kind, action in kinds.items():
+            times[kind].append(per_check(action, args.checks))
+        times["bare fork"].append(per_check(bare_fork, args.checks))
+    for arena in arenas.values():
+        arena.close()
+    if cgroup is not None:
+        cgroup.close()
+    medians = {kind: statistics.median(values) for kind, values in times.items()}
     print(
         f"python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} CPUs, "
-        f"sandbox {'on' if drop else 'off'}, median of {args.rounds} rounds of {args.checks}\n"
+        f"median of {args.rounds} rounds of {args.checks}\n"
     )
-    print("| per check | ms | vs a bare fork |\n|---|---|---|")
-    print(f"| contestant: start, one call, end | {new:.2f} | {new / old:.2f}x |")
-    print(f"| bare fork and exit (torch imported) | {old:.2f} | 1.00x |")
+    print("| per check: start, load, one call, end | ms | vs a bare fork |\n|---|---|---|")
+    for kind, median in medians.items():
+        label = "bare fork and exit (torch imported)" if kind == "bare fork" else f"contestant, {kind}"
+        print(f"| {label} | {median:.2f} | {median / medians['bare fork']:.2f}x |")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

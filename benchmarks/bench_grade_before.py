@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 
 from bench_grade import make_class
-from timing import bench_env
+from timing import NEUTRAL, bench_env
 
 
 def grade_seconds(root: Path, out: Path, env: dict, workers: int, timeout: float) -> float:
     command = [sys.executable, "-m", "grader.cli", "grade", str(root), "--out", str(out), "--force"]
     command += ["--workers", str(workers), "--timeout", str(timeout)]
     start = time.perf_counter()
-    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(command, env=env, cwd=NEUTRAL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     return time.perf_counter() - start
 
 

@@ -1,14 +1,19 @@
 """Wall-clock timing shared by the benchmarks: commands run alternately, medians compared.
 
 Bytecode caching stays on, as in a normal Python: PYTHONDONTWRITEBYTECODE (set on some machines)
-is removed from the environment the commands run in.
+is removed from the environment the commands run in. Commands run in the system's temporary
+folder, never in a checkout: `python -m grader.cli` puts its working directory first on sys.path,
+so run from the project folder it would import this checkout's grader whatever PYTHONPATH says.
 """
 
 import os
 import statistics
 import subprocess
+import tempfile
 import time
 from pathlib import Path
+
+NEUTRAL = tempfile.gettempdir()  # where benchmarked commands run (see the module docstring)
 
 
 def bench_env(**extra: str) -> dict:
@@ -22,7 +27,7 @@ def wall(command: list[str], env: dict, tty: bool = False) -> float:
     if tty:
         command = ["script", "-qec", " ".join(command), "/dev/null"]
     start = time.perf_counter()
-    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(command, env=env, cwd=NEUTRAL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return time.perf_counter() - start
 
 

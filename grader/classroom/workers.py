@@ -134,18 +134,19 @@ class Workers:
 
 
 def serve(connection: Connection, sandboxed: bool, lang: str, imports: list[str], folder: str) -> None:
-    """A worker: import once what every grading run needs, start the warm contestant process, then
-    grade what it is sent until the pool closes the connection."""
-    import _pytest.config  # noqa: F401
-    import torch  # noqa: F401
-
-    import grader.judging.plugin  # noqa: F401
+    """A worker: start the warm contestant process, import meanwhile what every grading run needs,
+    then grade what it is sent until the pool closes the connection."""
     from grader.content.i18n import set_message_language
     from grader.run.arena import Arena
 
     set_message_language(lang)  # the warm process's contestants word their refusals in it
     home = Path(tempfile.mkdtemp(prefix="worker-", dir=folder))
-    arena = Arena.start(imports, sandboxed, fingerprints=Path(folder) / "fingerprints", home=home)
+    arena = Arena.start(imports, sandboxed, fingerprints=Path(folder) / "fingerprints", home=home)  # torch-free
+    import _pytest.config  # noqa: F401
+    import torch  # noqa: F401
+
+    import grader.judging.plugin  # noqa: F401
+
     for line in imports:  # the references' own imports (transformers, for one): each judge forks with them loaded
         exec(line, {})
     arena.zygote.wait_ready()  # before the first judge forks: each judge shares it

@@ -1,15 +1,16 @@
-"""Where one graded file's code runs: a fresh contestant per check, per check of each hybrid and per
-misconception variant, each forked from the warm process into a world of its own (grader.run).
+"""Where one graded file's code runs: boxes forked from the warm process, and a fresh contestant
+per check forked from a box into a world of its own (grader.run.contestant).
 
-- `learner(source, seconds, hung)`: the file's code, or a hybrid of it (learner code either way):
-  a world holding a fresh copy of the student's folder as staged for this file, inside the file's
-  cgroup (where there is one) before it loads anything;
-- `trusted(source, name, seconds)`: a misconception variant (the grader's own code): an empty world,
-  outside the file's cgroup, so that nothing the file's processes do (fill the cgroup, say)
-  changes how a variant fails.
+- the file's box: its own checks' contestants (learner code), inside the file's cgroup;
+- a box per hybrid (`box()`): that hybrid's contestants (learner code too), inside the file's cgroup;
+- a box per misconception variant (`box(learner_code=False)`): the variant's contestant (the grader's
+  own code), outside the file's cgroup, so that nothing the file's processes do (fill the cgroup,
+  say) changes how a variant fails.
 
-Every contestant starts from the staged copy, never from what an earlier one left; none of them
-ever runs where another ran. The staged copy and the file's own cgroup go with `close()`.
+A box never runs learner code; no contestant can reach its box or another (each is pid 1 of a pid
+namespace of its own, with no privileges). A learner contestant's world holds a fresh copy of the
+student's folder as staged for this file, never what an earlier contestant left; a variant's world
+is empty. The staged copy, the boxes and the file's own cgroup go with `close()`.
 """
 
 import shutil
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from grader.run import containment, staging
 from grader.run.arena import Arena
-from grader.run.judge import Contestant
+from grader.run.judge import Contestant, Zygote
 from grader.run.limits import FILE_SIZE_MB, Limits
 
 
@@ -32,32 +33,45 @@ class Boxes:
             staging.copy_folder(spec.resolve().parent, self.staged, spec.name)
         self.owns_cgroup = arena.cgroup is None
         self.cgroup = containment.Box(memory_mb=limits.memory_mb) if self.owns_cgroup else arena.cgroup
+        self.file_box: Zygote | None = None
         self.seccomp: bool | None = None  # whether every contestant so far had its seccomp filter
 
     @property
     def sandboxed(self) -> bool:
         return self.arena.sandboxed
 
-    def learner(self, source: str, label: str, seconds: float, hung: set[str]) -> Contestant:
-        """A contestant of the file's code (or a hybrid of it) with `source` loaded; `label` names
-        the module when the file has no name of its own (a built-in target)."""
-        world = {"work": self.work, "size_mb": FILE_SIZE_MB}
-        return self._spawn(world, source, self.name or label, seconds, hung, self.cgroup)
-
-    def trusted(self, source: str, label: str, seconds: float) -> Contestant:
-        """A contestant of the grader's own code (a misconception variant), in an empty world."""
-        return self._spawn({"work": None, "size_mb": FILE_SIZE_MB}, source, label, seconds, set(), None)
-
-    def _spawn(self, world: dict, source: str, name: str, seconds: float, hung: set[str], cgroup) -> Contestant:
+    def box(self, learner_code: bool = True) -> Zygote:
+        """A new box forked from the warm process: in the file's cgroup when it will run learner code."""
         if not self.arena.zygote.alive:  # the warm process died: go on with a new one
             self.arena.restart()
-        contestant = self.arena.zygote.spawn(world, seconds, hung, self.limits, cgroup)
-        self.seccomp = contestant.seccomp if self.seccomp is None else self.seccomp and contestant.seccomp
+        return self.arena.zygote.box(self.cgroup if learner_code else None)
+
+    def learner(self, source: str, label: str, seconds: float, hung: set[str], box: Zygote | None = None) -> Contestant:
+        """A contestant of the file's code (or of a hybrid of it, in that hybrid's `box`) with
+        `source` loaded; `label` names the module when the file has no name of its own."""
+        if box is None:
+            if self.file_box is None or not self.file_box.alive:
+                self.file_box = self.box()
+            box = self.file_box
+        world = {"work": self.work, "size_mb": FILE_SIZE_MB}
+        return self._load(box.spawn(world, seconds, hung, self.limits), source, self.name or label)
+
+    def trusted(self, source: str, label: str, seconds: float, box: Zygote) -> Contestant:
+        """A contestant of the grader's own code (a misconception variant), in an empty world."""
+        return self._load(
+            box.spawn({"work": None, "size_mb": FILE_SIZE_MB}, seconds, set(), self.limits), source, label
+        )
+
+    def _load(self, contestant: Contestant, source: str, name: str) -> Contestant:
         contestant.load(source, name)
+        self.seccomp = contestant.seccomp if self.seccomp is None else self.seccomp and contestant.seccomp
         return contestant
 
     def close(self) -> None:
         """Every process the file started is gone, and so is its staged copy."""
+        if self.file_box is not None:
+            self.file_box.close()
+            self.file_box = None
         if self.owns_cgroup:
             self.cgroup.close()
         shutil.rmtree(self.staged, ignore_errors=True)

@@ -1,8 +1,8 @@
 """Locating a mistake: grading hybrids of a failing file and the reference (the search itself is
 grader.judging.localise).
 
-A hybrid is learner code: every check of it runs in a fresh learner contestant (grader.judging.boxes),
-in a world of its own, and only whether it passes is kept. Nothing else of it leaves its
+A hybrid is learner code: it gets a box of its own forked from the warm process (grader.judging.boxes),
+every check of it runs in a fresh contestant in a world of its own, and only whether it passes is kept. Nothing else of it leaves its
 contestant: what it prints, raises, writes or returns is dropped with it, and it never changes a
 fingerprint, a result or the file's own feedback. Whether it passes and how long it takes remain
 (a side channel, documented in the README); neither changes a grade (points come from the file's
@@ -57,6 +57,16 @@ class Locator:
 
     def _passes(self, source: str) -> bool:
         """Whether the hybrid passes every check; OutOfTime once the search's time is spent."""
+        try:
+            box = self.boxes.box()
+        except Stopped:
+            return False
+        try:
+            return self._passes_in(box, source)
+        finally:
+            box.close()
+
+    def _passes_in(self, box, source: str) -> bool:
         hung: set[str] = set()
         for item in self.order:
             left = self.deadline - time.monotonic()
@@ -64,7 +74,7 @@ class Locator:
                 raise localise.OutOfTime
             contestant = None
             try:
-                contestant = self.boxes.learner(source, "<hybrid>", min(self.timeout, left), hung)
+                contestant = self.boxes.learner(source, "<hybrid>", min(self.timeout, left), hung, box)
                 run_check(item, contestant, self.reference)
             except Stopped as stopped:
                 if stopped.ending.kind == End.TIMEOUT and time.monotonic() >= self.deadline:

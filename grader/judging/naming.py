@@ -3,9 +3,9 @@
 When a check fails, the same check runs on every variant of the kata (the reference with one
 known mistake) and the variants that fail it with the same kind of error and the same message are
 named (grader.judging.fingerprints remembers how each variant fails each check, so this mostly
-reads a file). A variant is the grader's own code: it runs in a trusted contestant of its own
-(grader.judging.boxes), forked from the warm process, never where the file's code ran, and kept
-for the file's later checks. Only this judge writes the fingerprint store.
+reads a file). A variant is the grader's own code: it runs in a contestant of its own, in a box of
+its own forked from the warm process (grader.judging.boxes), never where the file's code ran, and
+kept for the file's later checks. Only this judge writes the fingerprint store.
 """
 
 import time
@@ -16,7 +16,7 @@ from grader.content.catalogue import Kata
 from grader.judging.boxes import Boxes
 from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint
 from grader.judging.items import run_check
-from grader.run.judge import Contestant, KnownHang, Stopped
+from grader.run.judge import Contestant, KnownHang, Stopped, Zygote
 
 
 class Naming:
@@ -25,7 +25,7 @@ class Naming:
         self.fingerprints = fingerprints
         self.reference = reference
         self.variants = {item.id: kata.variant(item.id) for item in kata.misconceptions}
-        self.contestants: dict[str, Contestant] = {}
+        self.contestants: dict[str, tuple[Zygote, Contestant]] = {}  # variant -> its box and contestant
 
     def failing_alike(self, item: pytest.Item, failure: BaseException, deadline: float) -> list[str]:
         """The variants whose run of this check raises the same kind of error with the same message;
@@ -63,15 +63,23 @@ class Naming:
     def _variant(self, misconception_id: str, seconds: float) -> Contestant:
         """The variant's contestant, kept for the file's later checks (one process per variant per
         file, not per check, keeps naming cheap)."""
-        variant = self.contestants.get(misconception_id)
+        box, variant = self.contestants.get(misconception_id, (None, None))
         if variant is None or variant.pid is None:
+            if box is not None:
+                box.close()
+            box = self.boxes.box(learner_code=False)
             label = f"<misconception {misconception_id}>"
-            variant = self.boxes.trusted(self.variants[misconception_id], label, seconds)
-            self.contestants[misconception_id] = variant
+            try:
+                variant = self.boxes.trusted(self.variants[misconception_id], label, seconds, box)
+            except BaseException:
+                box.close()
+                raise
+            self.contestants[misconception_id] = (box, variant)
         variant.deadline = time.monotonic() + seconds
         return variant
 
     def close(self) -> None:
-        for variant in self.contestants.values():
+        for box, variant in self.contestants.values():
             variant.close()
+            box.close()
         self.contestants = {}

@@ -69,12 +69,16 @@ class KataSession:
         self.ran: list[tuple[pytest.Item, bool]] = []  # each check run, and whether it passed
         self.location: Location | None = None
         self.hung: set[str] = set()  # learner functions that already ran out of time
+        self.spare: Contestant | None = None  # the probe's contestant, for the first check
         self.outputs: dict[str, str] = {}  # nodeid -> what the learner's code printed in that check
         self.expected_from: dict[str, str] = {}
 
     def close_file(self) -> None:
         """End the variants' contestants (every other contestant ended with its check)."""
         self.naming.close()
+        if self.spare is not None:  # no check ran
+            self.spare.close()
+            self.spare = None
 
     def close(self) -> None:
         self.close_file()
@@ -83,11 +87,16 @@ class KataSession:
 
     # -- contestants ------------------------------------------------------------------------------
     def learner(self, item: pytest.Item) -> Contestant:
-        """A fresh contestant for this check, with the check's deadline."""
-        return self.boxes.learner(self.source, self.label, self.timeout, self.hung)
+        """A fresh contestant for this check, with the check's deadline (the probe's, for the first)."""
+        contestant, self.spare = self.spare, None
+        if contestant is None:
+            return self.boxes.learner(self.source, self.label, self.timeout, self.hung)
+        contestant.deadline = time.monotonic() + self.timeout
+        return contestant
 
     def probe(self) -> None:
-        """Load the module under test once; remember why it failed, if it did."""
+        """Load the module under test once; remember why it failed, if it did. A contestant that
+        loaded is kept for the first check (it is as fresh as any: nothing else ran in it)."""
         try:
             contestant = self.boxes.learner(self.source, self.label, self.timeout, self.hung)
         except Stopped as stopped:
@@ -95,8 +104,11 @@ class KataSession:
             self.load_error = say("while loading the file, ", "加载文件时，") + outcome.message
             output = stopped.ending.output.strip()
         else:
-            contestant.close()
-            self.load_error = outcomes.import_failure(contestant.load_error) if contestant.load_error else None
+            if contestant.load_error:
+                contestant.close()
+                self.load_error = outcomes.import_failure(contestant.load_error)
+            else:
+                self.spare = contestant
             output = contestant.output.strip()
         if self.load_error and output:
             self.load_error += f"\n{output[-800:]}"

@@ -3,16 +3,21 @@
 `python -P -m grader.run.contestant FD MODE [IMPORT ...]` starts the *warm* process (inside the
 sandbox, grader.run.sandbox, when MODE is "sandboxed"; "guarded" outside it): it imports torch
 (and the IMPORTs a kata needs, e.g. transformers), makes itself non-dumpable, and answers the
-judge on the control socket FD. It never runs learner code. It answers two requests (grader.run.wire):
+judge on the control socket FD. It never runs learner code. Requests (grader.run.wire):
 
+    BOX    fds: a control socket -> SPAWNED {pid}; the box says READY on that socket
     SPAWN  world {work, size_mb[, seccomp]}, memory_mb, processes; fds: the contestant's channel and output
            -> SPAWNED {pid} (or NOT_STARTED {why})
-    END    pid, ending (its channel closed: it is on its way out) -> ENDED {end, detail}
+    END    pid, ending (its channel closed: it is on its way out), collect (False: kill it and answer
+           at once, collecting it later) -> ENDED {end, detail}
 
-Each SPAWN forks a *contestant* straight from the warm process, into a world of its own: in the
-sandbox, pid 1 of a pid namespace of its own, with mount, IPC and user namespaces and fresh tmpfs
-at its cwd, /tmp and /dev/shm (sandbox.enter_world); outside it, its own session and a fresh
-temporary folder. Either way it holds a copy of the staged folder `work` (None: an empty folder),
+A *box* is a fork of the warm process that answers the same requests on a control socket of its
+own, so that the judge can put it in a graded file's cgroup once (every process it forks is then
+counted there): one per graded file, one per hybrid, one per misconception variant. A box never
+runs learner code either. Each SPAWN forks a *contestant* from the box (or the warm process) into a
+world of its own: in the sandbox, pid 1 of a pid namespace of its own, with mount, IPC and user
+namespaces and fresh tmpfs at its cwd, /tmp and /dev/shm (sandbox.enter_world); outside it, its
+own session and a fresh temporary folder. Either way it holds a copy of the staged folder `work` (None: an empty folder),
 gives up every capability, sets no_new_privs, installs the seccomp filter (grader.run.privileges)
 and its resource limits, says READY {seccomp} on its channel (the judge reads its pid from the
 kernel then, and puts it in the file's cgroup), and only then loads the module it is sent (LOAD)
@@ -76,16 +81,21 @@ ENDING_GRACE = 1.0  # seconds a contestant whose channel closed gets to exit by 
 class _Child:
     status: int | None = None  # its wait status, once reaped
     folder: str | None = None  # outside the sandbox: its temporary work folder, removed when it ends
+    dying: bool = False  # killed, not yet collected (an END that did not wait)
 
 
 class Warm:
-    """The warm process's loop: fork contestants (SPAWN), end them (END), until the judge leaves."""
+    """The loop of the warm process and of a box: fork boxes (BOX) and contestants (SPAWN), end them
+    (END), until the judge leaves."""
 
-    def __init__(self, control: socket.socket, sandboxed: bool):
+    def __init__(self, control: socket.socket, sandboxed: bool, own_pid_namespace: int | None = None):
         self.control = control
         self.sandboxed = sandboxed
         self.children: dict[int, _Child] = {}
-        self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if sandboxed else -1
+        self.libc = privileges.libc()  # made once: every contestant forked here uses it
+        if own_pid_namespace is None and sandboxed:
+            own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        self.own_pid_namespace = own_pid_namespace
 
     def serve(self) -> None:
         """Answer requests until the control socket closes; then end every contestant left."""
@@ -113,7 +123,7 @@ class Warm:
         pid = 0
         try:
             if self.sandboxed:
-                sandbox.new_pid_namespace()
+                sandbox.new_pid_namespace(self.libc)
             pid = os.fork()
         except OSError as error:  # EAGAIN: the process table or the user's cap is full
             _close(fds)
@@ -121,35 +131,68 @@ class Warm:
             return wire.reply(Answer.NOT_STARTED, why=error.strerror or str(error))
         finally:
             if self.sandboxed and pid != 0:
-                sandbox.back_to_own(self.own_pid_namespace)
+                sandbox.back_to_own(self.libc, self.own_pid_namespace)
         if pid == 0:
             self.control.close()
-            _contestant(*fds, world, message, child.folder)
+            _contestant(*fds, world, message, child.folder, self.libc)
         _close(fds)
         self.children[pid] = child
         return wire.reply(Answer.SPAWNED, pid=pid)
 
+    def box(self, message: dict, fds: list[int]) -> dict:
+        """Fork a box serving the control socket passed (see the module docstring)."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError as error:
+            _close(fds)
+            return wire.reply(Answer.NOT_STARTED, why=error.strerror or str(error))
+        if pid == 0:
+            code = 0
+            try:
+                self.control.close()
+                control = socket.socket(fileno=fds[0])
+                wire.send(control, wire.reply(Answer.READY))  # the judge reads the box's pid with it
+                Warm(control, self.sandboxed, self.own_pid_namespace).serve()
+            except BaseException:
+                traceback.print_exc()
+                code = 70
+            finally:
+                os._exit(code)
+        _close(fds)
+        self.children[pid] = _Child()
+        return wire.reply(Answer.SPAWNED, pid=pid)
+
     def end(self, message: dict, fds: list[int]) -> dict:
-        """End contestant `pid` and say how it ended."""
+        """End contestant (or box) `pid` and say how it ended."""
         pid = message.get("pid")
-        if pid not in self.children:
+        if pid not in self.children or self.children[pid].dying:
             return wire.reply(Answer.ENDED, end=End.KILLED.value, detail=None)
         if self.children[pid].status is None and message.get("ending"):
             self.children[pid].status = _wait(pid, ENDING_GRACE)
-        end, detail = self._finish(pid)
-        return wire.reply(Answer.ENDED, end=end.value, detail=detail)
+        if message.get("collect", True):
+            end, detail = self._finish(pid)
+            return wire.reply(Answer.ENDED, end=end.value, detail=detail)
+        self._kill(pid)  # the judge does not need how it ended: its exit goes on while the judge does
+        self.children[pid].dying = True
+        return wire.reply(Answer.ENDED, end=End.KILLED.value, detail=None)
+
+    def _kill(self, pid: int) -> None:
+        """SIGKILL `pid` and every process it started (its namespace, or its session)."""
+        try:
+            os.kill(pid, signal.SIGKILL) if self.sandboxed else os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def _finish(self, pid: int) -> tuple[End, str | int | None]:
-        """Kill `pid` (its namespace, or its session) and collect it; how it had ended."""
+        """Kill `pid` and collect it; how it had ended."""
         child = self.children.pop(pid)
         status = child.status
         if status is None:
             done, status = os.waitpid(pid, os.WNOHANG)
             status = status if done else None
-        try:
-            os.kill(pid, signal.SIGKILL) if self.sandboxed else os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self._kill(pid)
         if status is None:
             os.waitpid(pid, 0)
         _remove(child.folder)
@@ -161,15 +204,18 @@ class Warm:
         return (End.MEMORY, code) if code == limits.MEMORY_EXIT else (End.EXIT, code)
 
     def _reap(self) -> None:
-        """Collect contestants that ended by themselves, keeping how they ended."""
-        for pid, child in self.children.items():
+        """Collect contestants that ended, keeping how they ended; forget the killed ones."""
+        for pid, child in list(self.children.items()):
             if child.status is None:
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
                     child.status = status
+            if child.dying and child.status is not None:
+                _remove(child.folder)
+                del self.children[pid]
 
 
-_WARM_HANDLERS = MappingProxyType({Op.SPAWN: Warm.spawn, Op.END: Warm.end})
+_WARM_HANDLERS = MappingProxyType({Op.BOX: Warm.box, Op.SPAWN: Warm.spawn, Op.END: Warm.end})
 
 
 def _close(fds: list[int]) -> None:
@@ -196,23 +242,24 @@ def _wait(pid: int, seconds: float) -> int | None:
 # -- one contestant -------------------------------------------------------------------------------
 
 
-def _contestant(channel_fd: int, output_fd: int, world: dict, message: dict, folder: str | None) -> None:
+def _contestant(channel_fd: int, output_fd: int, world: dict, message: dict, folder: str | None, libc) -> None:
     """In the warm process's fork: enter a world of its own, give up every privilege, then serve
     the judge; never returns."""
     code = 0
     try:
         os.setsid()
         _keep_only(channel_fd, output_fd)
+        bounds = limits.Limits(message.get("memory_mb"), message.get("processes"))
+        tasks = limits.tasks_counted(bounds)  # before its /proc shows nothing but itself
         if folder is None:  # in the sandbox
-            sandbox.enter_world(world.get("work"), world["size_mb"])
+            sandbox.enter_world(libc, world.get("work"), world["size_mb"])
             folder = sandbox.WORK
         os.chdir(folder)
         os.environ.update(HOME=folder, TMPDIR=folder)
         tempfile.tempdir = None
-        _give_up_privileges(required=folder == sandbox.WORK)  # in the sandbox, a capability left is fatal
-        seccomp = privileges.seccomp_filter() if world.get("seccomp", True) else False  # False: a test's twin
-        alone = folder == sandbox.WORK  # the only task of a user namespace of its own
-        limits.apply(limits.Limits(message.get("memory_mb"), message.get("processes")), 1 if alone else None)
+        # in the sandbox a capability left is fatal (it never loads its module); seccomp False: a test's twin
+        seccomp = privileges.lock_down(libc, world.get("seccomp", True), required=folder == sandbox.WORK)
+        limits.apply(bounds, tasks)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(output_fd, 1)
@@ -243,17 +290,6 @@ def _keep_only(*fds: int) -> None:
     edges = [2, *sorted(fds)]
     for low, high in zip(edges, [*edges[1:], 1 << 20]):
         os.closerange(low + 1, high)
-
-
-def _give_up_privileges(required: bool) -> None:
-    """Every capability gone, and no exec may bring one back. In the sandbox a capability left is
-    fatal (the contestant never loads its module); outside it there are usually none to drop."""
-    try:
-        privileges.drop_capabilities()
-    except OSError:
-        if required:
-            raise
-    privileges.no_new_privileges()
 
 
 def learner_line(error: BaseException, filename: str) -> list | None:
@@ -480,6 +516,14 @@ def _huge_pages() -> None:
                 libc.madvise(start, end - start, _MADV_COLLAPSE)
 
 
+def _warm_up_torch() -> None:
+    """Let torch read what it reads about the machine once, here: a contestant's /proc holds only its
+    own processes (no /proc/cpuinfo), and torch, left to find out there, would pick other kernels."""
+    torch.backends.cpu.get_cpu_capability()
+    x = torch.ones(4, 4)
+    (x @ x).softmax(-1).log().sum()
+
+
 def main(argv: list[str]) -> None:
     """Warm up (torch and the import statements given, e.g. the reference's), then serve the judge
     on the control socket FD. Only `import` statements are run: anything else is refused.
@@ -497,6 +541,7 @@ def main(argv: list[str]) -> None:
     if mode == GUARDED:
         sys.meta_path.insert(0, _RefuseAnswers())
     torch.set_num_threads(1)
+    _warm_up_torch()
     gc.collect()
     gc.freeze()
     _huge_pages()

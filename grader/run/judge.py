@@ -2,7 +2,8 @@
 wire format with a deadline, end it, and say how it ended.
 
     zygote = Zygote(process, control, sandboxed=True)          # the warm process (grader.run.arena)
-    learner = zygote.spawn(world, seconds=10, cgroup=box)      # a fresh process in a world of its own
+    box = zygote.box(cgroup)                                   # a fork of it, in a file's cgroup
+    learner = box.spawn(world, seconds=10)                     # a fresh process in a world of its own
     learner.load(source, "grpo_loss.py")                       # its module under test
     learner.call("compute_group_advantages", rewards, ids)     # plain tensors back, never objects
     model = learner.new("RewardModel", learner.build("reward_model.make_backbone", "lesson", 0), 6)
@@ -111,16 +112,20 @@ def to_exception(data: dict) -> LearnerRaised:
 
 
 class Zygote:
-    """The warm process: torch imported, never runs learner code, forks one contestant per request.
+    """The warm process, or a box forked from it (grader.run.contestant): torch imported, never runs
+    learner code, forks one contestant per request.
 
     One request at a time on its control socket (hybrids ask from threads: a lock orders them).
     """
 
-    def __init__(self, process: subprocess.Popen | None, control: socket.socket, sandboxed: bool):
+    def __init__(self, process: subprocess.Popen | None, control: socket.socket, sandboxed: bool,
+                 parent: "Zygote | None" = None, pid: int | None = None):  # fmt: skip
         self.process = process
         self.control = control
         self.sandboxed = sandboxed
-        self.ready = False
+        self.parent = parent  # a box's warm process
+        self.pid = pid  # a box's pid, as its warm process sees it
+        self.ready = parent is not None
         self.alive = True  # False once its control channel broke (it died, or was killed)
         self.lock = threading.Lock()
 
@@ -147,16 +152,42 @@ class Zygote:
                 self.alive = False
                 return None
 
-    def spawn(self, world: dict, seconds: float, hung: set[str] | None = None, limits: Limits = NO_LIMITS,
-              cgroup=None) -> "Contestant":  # fmt: skip
-        """A fresh contestant in a world of its own (`world`: {"work": the staged folder as the warm
-        process sees it, or None; "size_mb": its tmpfs}), inside `cgroup` (a containment.Box, or
-        None) before it loads anything. It has `seconds` from now to load and answer everything.
-        `hung` names learner functions that already ran out of time: calling one again raises
-        KnownHang at once (share one set across the checks of one file)."""
+    def box(self, cgroup=None, seconds: float = 30.0) -> "Zygote":
+        """A box forked from this process, put in `cgroup` (a containment.Box, or None) before it
+        answers anything: every contestant it forks is counted there."""
         self.wait_ready()
         ours, theirs = socket.socketpair()
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        answer = self._ask(wire.request(Op.BOX), (theirs.fileno(),))
+        theirs.close()
+        if answer is None or answer.get("answer") != Answer.SPAWNED:
+            ours.close()
+            kind = End.LOST if answer is None else End.NOT_STARTED
+            raise Stopped(Ending(kind, None if answer is None else str(answer.get("why", ""))))
+        box = Zygote(None, ours, self.sandboxed, parent=self, pid=answer["pid"])
+        ours.settimeout(seconds)
+        try:
+            ready, host_pid = wire.receive_with_sender(ours)
+        except (OSError, EOFError, wire.WireError) as error:
+            box.close()
+            raise Stopped(Ending(End.NOT_STARTED, f"the box did not start ({error})")) from None
+        ours.settimeout(None)
+        if ready.get("answer") != Answer.READY:
+            box.close()
+            raise Stopped(Ending(End.NOT_STARTED, "the box did not start"))
+        if cgroup is not None and cgroup.paths and host_pid:
+            cgroup.add(host_pid)
+        return box
+
+    def spawn(
+        self, world: dict, seconds: float, hung: set[str] | None = None, limits: Limits = NO_LIMITS
+    ) -> "Contestant":
+        """A fresh contestant in a world of its own (`world`: {"work": the staged folder as the warm
+        process sees it, or None; "size_mb": its tmpfs}). It has `seconds` from now to load and
+        answer everything. `hung` names learner functions that already ran out of time: calling one
+        again raises KnownHang at once (share one set across the checks of one file)."""
+        self.wait_ready()
+        ours, theirs = socket.socketpair()
         out_r, out_w = os.pipe()
         request = wire.request(Op.SPAWN, world=world, memory_mb=limits.memory_mb, processes=limits.processes)
         answer = self._ask(request, (theirs.fileno(), out_w))
@@ -170,20 +201,24 @@ class Zygote:
         contestant = Contestant(
             self, answer["pid"], ours, out_r, time.monotonic() + seconds, set() if hung is None else hung
         )
-        contestant.hello(cgroup)
         return contestant
 
-    def end(self, pid: int, ending: bool = False) -> tuple[End, str | int | None] | None:
+    def end(self, pid: int, ending: bool = False, collect: bool = True) -> tuple[End, str | int | None] | None:
         """End contestant `pid` (it and everything it started); how it had ended, None when the warm
-        process is gone. `ending`: its channel closed, so it is exiting by itself: wait a moment."""
-        answer = self._ask(wire.request(Op.END, pid=pid, ending=ending))
+        process is gone. `ending`: its channel closed, so it is exiting by itself: wait a moment.
+        `collect` False: kill it and go on (its exit is not waited for; how it ended is not known)."""
+        answer = self._ask(wire.request(Op.END, pid=pid, ending=ending, collect=collect))
         if answer is None or answer.get("answer") != Answer.ENDED:
             return None
         return End(answer["end"]), answer.get("detail")
 
     def close(self, wait: bool = True) -> None:
-        """Close its control socket, on which it ends; `wait` for it to be gone."""
+        """Close its control socket, on which it ends (with every contestant it forked); `wait` for
+        it to be gone."""
         self.control.close()
+        if self.parent is not None:  # a box: its warm process kills it and collects it later (the
+            self.parent.end(self.pid, collect=False)  # contestants it forked were ended with their checks)
+            return
         if not wait or self.process is None:  # None: the caller that started it waits for it
             return
         try:
@@ -229,18 +264,12 @@ class Contestant:
     output_fd: int
     deadline: float
     hung: set[str]
-    host_pid: int | None = None  # its pid as this process sees it (for a cgroup)
-    seccomp: bool = False  # whether its seccomp filter is installed (grader.run.privileges)
+    seccomp: bool = False  # whether its seccomp filter is installed (grader.run.privileges), once greeted
+    greeted: bool = False  # its READY was read (the first request is sent before: no round trip lost)
+    _reader: wire.Reader = field(default_factory=wire.Reader)
     load_error: dict | None = None
     ending: Ending | None = None
     _output: _Output = field(default_factory=_Output)
-
-    def hello(self, cgroup) -> None:
-        """Read its READY (and, from the kernel, its pid here), and put it in `cgroup`."""
-        ready, self.host_pid = self._receive("", with_sender=True)
-        self.seccomp = ready.get("seccomp") is True
-        if cgroup is not None and cgroup.paths and self.host_pid:
-            cgroup.add(self.host_pid)
 
     def load(self, source: str, name: str) -> None:
         """Load the module under test (`name`: "<...>", or its file name in the contestant's folder);
@@ -316,11 +345,14 @@ class Contestant:
             self.channel.sendall(data)
         except OSError:
             self._stop(None, None, label)
-        return self._receive(label)[0]
+        if not self.greeted:  # READY: its world is set up
+            self.seccomp = self._receive(label).get("seccomp") is True
+            self.greeted = True
+        return self._receive(label)
 
-    def _receive(self, label: str, with_sender: bool = False) -> tuple[dict, int | None]:
-        """The next message on the channel (and its sender's pid), while keeping what it prints."""
-        reader, sender = wire.Reader(), None
+    def _receive(self, label: str) -> dict:
+        """The next message on the channel, while keeping what the contestant prints."""
+        reader = self._reader
         poll = select.poll()
         poll.register(self.channel, select.POLLIN)
         poll.register(self.output_fd, select.POLLIN)
@@ -337,11 +369,7 @@ class Contestant:
                     else:
                         poll.unregister(fd)
                     continue
-                if with_sender and sender is None:
-                    chunk, ancillary, _, _ = self.channel.recvmsg(1 << 20, wire.CREDENTIALS_SPACE)
-                    sender = wire.sender_pid(ancillary)
-                else:
-                    chunk = self.channel.recv(1 << 20)
+                chunk = self.channel.recv(1 << 20)
                 if not chunk:
                     self._stop(None, None, label)
                 try:
@@ -349,7 +377,7 @@ class Contestant:
                 except wire.WireError as error:
                     self._stop(End.MALFORMED, str(error), label)
         try:
-            return reader.message(self._handle), sender
+            return reader.message(self._handle)
         except wire.WireError as error:
             self._stop(End.MALFORMED, str(error), label)
 
@@ -362,16 +390,16 @@ class Contestant:
     def _stop(self, kind: End | None, detail, label: str):
         """End the process and raise Stopped with how it ended: `kind` when the judge saw it (a
         deadline, a malformed answer), else what the warm process saw (its channel just closed)."""
-        seen = self._end(ending=kind is None)
+        seen = self._end(ending=kind is None, collect=kind is None)
         if kind is None:
             kind, detail = seen if seen is not None else (End.LOST, None)
         self.ending = Ending(kind, detail, label, self.output)
         raise Stopped(self.ending)
 
-    def _end(self, ending: bool = False) -> tuple[End, str | int | None] | None:
+    def _end(self, ending: bool = False, collect: bool = False) -> tuple[End, str | int | None] | None:
         if self.pid is None:
             return None
-        seen = self.zygote.end(self.pid, ending)
+        seen = self.zygote.end(self.pid, ending, collect)
         self.pid = None
         self.channel.close()
         self._drain()

@@ -26,9 +26,14 @@ class Limits:
 NO_LIMITS = Limits()
 
 
+def tasks_counted(limits: Limits) -> int | None:
+    """What RLIMIT_NPROC counts for this user now, where `apply` will need it (None elsewhere)."""
+    return user_tasks() if limits.processes is not None and os.geteuid() != 0 else None
+
+
 def apply(limits: Limits, tasks: int | None = None) -> None:
-    """Set this process's limits, relative to what it holds now; `tasks`: how many tasks
-    RLIMIT_NPROC counts for this user now (None: count them in /proc)."""
+    """Set this process's limits, relative to what it holds now; `tasks`: what RLIMIT_NPROC
+    counts for this user now (`tasks_counted`; None: count them in /proc now)."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_MB * 2**20, FILE_SIZE_MB * 2**20))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails (EFBIG); it does not kill
@@ -51,12 +56,15 @@ def _address_space() -> int:
 
 
 def user_tasks() -> int:
-    """Threads of every process of this user: what RLIMIT_NPROC counts."""
-    uid, count = os.geteuid(), 0
-    for entry in os.listdir("/proc"):
+    """Threads of every process of this user: what RLIMIT_NPROC counts (read from each process's
+    status, which a non-dumpable process's /proc folder shows too)."""
+    uid, count = str(os.getuid()), 0
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
-                count += len(os.listdir(f"/proc/{entry}/task"))
-        except OSError:  # gone meanwhile
+            with open(f"/proc/{entry}/status", encoding="ascii") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+            if fields["Uid"].split()[0] == uid:
+                count += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):  # gone meanwhile
             pass
     return count

@@ -8,18 +8,23 @@ Two layers (grader/ARCHITECTURE.md draws them):
   Python installation, the environment's site-packages and the `grader` package (`bound_paths`);
   never the working directory, the project folder or anything else on the caller's sys.path. The
   `reference` and `katas` packages are covered by empty read-only tmpfs wherever they lie under
-  what is bound (a non-editable install's site-packages, a virtualenv inside the project). Nothing
-  in it is writable: the root, /dev and the covers are read-only, /tmp and /dev/shm are bare
-  folders, and `drop` (where the judge stages the student's folder) is bound read-only at
-  /kata/drop. No /sys, so no cgroupfs. The warm process keeps CAP_SYS_ADMIN and CAP_SETPCAP
+  what is bound (a non-editable install's site-packages, a virtualenv inside the project). The
+  root, /dev and the covers are read-only, /dev/shm is a bare folder, and `drop` (where the judge
+  stages the student's folder) is bound read-only at /kata/drop; the only writable place is the
+  warm process's own small /tmp (torch needs one to import), which every contestant's fresh /tmp
+  hides. No /sys, so no cgroupfs. The warm process keeps CAP_SYS_ADMIN and CAP_SETPCAP
   within the sandbox's user namespace: what it needs to give each contestant a world.
 - `enter_world(work, size_mb)`, run by each contestant before anything else: a pid namespace of
-  its own (the warm process forked it as pid 1 there: `new_pid_namespace`/`back_to_own`), mount and
-  IPC namespaces of its own with fresh tmpfs of `size_mb` at /kata/work (its cwd, HOME and TMPDIR,
+  its own (its box forked it as pid 1 there: `new_pid_namespace`/`back_to_own`), mount and IPC
+  namespaces of its own with fresh tmpfs of `size_mb` at /kata/work (its cwd, HOME and TMPDIR,
   holding a copy of the staged folder `work`), /tmp and /dev/shm, a /proc of its own holding only
-  its own processes (`subset=pid`), /kata/drop hidden, and then a user namespace of its own in which
-  it is uid 65534 (nobody). It then gives up every capability (grader.run.privileges). When it
-  ends, the kernel ends every process it started and every writable place it had goes with it.
+  its own processes (`subset=pid`: no /proc/sys, no sysrq-trigger), and /kata/drop hidden. It then
+  gives up both capabilities (grader.run.privileges). When it ends, the kernel ends every process
+  it started and every writable place it had goes with it.
+
+Inside, a contestant's uid is the grader's own (outside, the sandbox's user maps to it; as root, to
+root): with no capability, a read-only view, a /proc of its own and the seccomp filter, a uid is
+all it is. Files it can write are only its own fresh tmpfs.
 
 `problem()` says why this machine cannot sandbox (None when it can): bwrap missing, or namespaces
 blocked; `choose("auto" | "on" | "off")` decides.
@@ -34,18 +39,17 @@ import sys
 from pathlib import Path
 
 from grader.content.i18n import MESSAGE_VARIABLE
-from grader.run import privileges
 
 WORK = "/kata/work"  # a contestant's private tmpfs (a path no host folder is bound to)
 DROP = "/kata/drop"  # the judge's staged copies of students' folders, read-only
-NOBODY = 65534
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/etc/ld.so.conf",
           "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")  # fmt: skip
 HIDDEN_PACKAGES = ("reference", "katas")
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETPCAP")  # the warm process's, inside the sandbox only
 WRITABLE = ("/tmp", "/dev/shm")  # each contestant gets a fresh tmpfs here, and at WORK
+WARM_TMP_MB = 16  # the warm process's own /tmp, which no contestant sees
 
-_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x10000000, 0x20000000, 0x08000000
+_CLONE_NEWNS, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x20000000, 0x08000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 
@@ -89,7 +93,7 @@ def problem() -> str | None:
 
 
 def _capability_options() -> list[str]:
-    return [option for name in CAPABILITIES for option in ("--cap-add", name)]
+    return ["--cap-drop", "ALL", *[option for name in CAPABILITIES for option in ("--cap-add", name)]]
 
 
 def command(argv: list[str], drop: Path) -> list[str]:
@@ -98,7 +102,9 @@ def command(argv: list[str], drop: Path) -> list[str]:
     args += [*_capability_options(), "--clearenv"]
     for name, value in _environment().items():
         args += ["--setenv", name, value]
-    args += ["--dev", "/dev", "--proc", "/proc", "--dir", "/tmp"]  # first: binds may lie under /tmp
+    # first: binds may lie under /tmp. The warm process's own /tmp (torch wants a temporary folder when
+    # it imports) is hidden from every contestant under a fresh one of its own.
+    args += ["--dev", "/dev", "--proc", "/proc", "--size", str(WARM_TMP_MB * 2**20), "--tmpfs", "/tmp"]
     bound = bound_paths()
     for path in bound:
         args += ["--ro-bind", path, path]
@@ -163,45 +169,45 @@ def _under(path: str, parent: str) -> bool:
 # -- one contestant's world (run inside the sandbox, by the contestant itself) ------------------------
 
 
-def _libc():
-    return ctypes.CDLL(None, use_errno=True)
-
-
 def _check(result: int, what: str) -> None:
     if result != 0:
         number = ctypes.get_errno()
         raise OSError(number, f"{what}: {os.strerror(number)}")
 
 
-def new_pid_namespace() -> None:
-    """In the warm process: the next fork is pid 1 of a pid namespace of its own."""
-    _check(_libc().unshare(_CLONE_NEWPID), "unshare(pid)")
+def new_pid_namespace(libc) -> None:
+    """In a box: the next fork is pid 1 of a pid namespace of its own (`libc`: privileges.libc())."""
+    _check(libc.unshare(_CLONE_NEWPID), "unshare(pid)")
 
 
-def back_to_own(own_pid_namespace: int) -> None:
-    """In the warm process, after that fork: later forks are again in its own pid namespace."""
-    _check(_libc().setns(own_pid_namespace, _CLONE_NEWPID), "setns(pid)")
+def back_to_own(libc, own_pid_namespace: int) -> None:
+    """In a box, after that fork: later forks are again in its own pid namespace."""
+    _check(libc.setns(own_pid_namespace, _CLONE_NEWPID), "setns(pid)")
 
 
-def enter_world(work: str | None, size_mb: int) -> None:
+def enter_world(libc, work: str | None, size_mb: int) -> None:
     """Become one contestant's world (see the module docstring); `work`: the staged folder under
-    DROP to copy in (None: an empty one). Needs the warm process's capabilities; ends in a user
-    namespace of its own (the caller drops every capability next)."""
-    libc = _libc()
-    uid, gid = os.getuid(), os.getgid()
+    DROP to copy in (None: an empty one). Needs the warm process's capabilities (the caller drops
+    them next); `libc`: privileges.libc()."""
     _check(libc.unshare(_CLONE_NEWNS | _CLONE_NEWIPC), "unshare(mount, ipc)")
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(private)")
     options = f"size={size_mb}m,mode=0755".encode()
     for where in (WORK, *WRITABLE):
         _check(libc.mount(b"tmpfs", where.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"mount({where})")
     if work is not None:
-        shutil.copytree(work, WORK, dirs_exist_ok=True, symlinks=True)
+        copy_tree(work, WORK)
     proc = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
     _check(libc.mount(b"proc", b"/proc", b"proc", proc, b"subset=pid"), "mount(/proc)")
     _check(libc.mount(b"tmpfs", DROP.encode(), b"tmpfs", _MS_RDONLY, b"size=4k"), "mount(hide drop)")
-    _check(libc.unshare(_CLONE_NEWUSER), "unshare(user)")
-    privileges.dumpable()  # its /proc/self files are its own again, to write its uid map
-    Path("/proc/self/setgroups").write_text("deny")
-    Path("/proc/self/uid_map").write_text(f"{NOBODY} {uid} 1")
-    Path("/proc/self/gid_map").write_text(f"{NOBODY} {gid} 1")
-    privileges.non_dumpable()
+
+
+def copy_tree(source: str, target: str) -> None:
+    """Copy the regular files and folders under `source` into the existing folder `target` (a
+    staged folder holds nothing else); the plain loop costs a contestant a fraction of copytree's."""
+    for top, folders, files in os.walk(source):
+        into = os.path.join(target, os.path.relpath(top, source))
+        for name in folders:
+            os.mkdir(os.path.join(into, name))
+        for name in files:
+            with open(os.path.join(top, name), "rb") as read, open(os.path.join(into, name), "wb") as write:
+                write.write(read.read())

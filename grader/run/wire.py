@@ -8,9 +8,9 @@ A message on the wire is
 
 Every message is a request {"op": Op, ...} or an answer {"answer": Answer, ...}: one vocabulary,
 `Op` and `Answer` below (`request(...)`, `reply(...)`, `op_of(...)`, `answer_of(...)`).
-`send`/`receive` move one message over a socket (with descriptors alongside; `sender_pid` reads the
-sender's pid as the kernel gives it); `Reader` assembles a message from chunks (the judge reads a
-contestant's answers and its printed output at once).
+`send`/`receive` move one message over a socket (with descriptors alongside, or the sender's pid
+as the kernel gives it); `Reader` assembles a message from chunks (the judge reads a contestant's
+answers and its printed output at once).
 
 Values inside the JSON (`encode` writes them, `decode` reads them back, rejecting anything else):
 
@@ -73,8 +73,9 @@ _WHAT_ZH = MappingProxyType({"returned": "返回"})  # `what` of a refusal, in C
 
 
 class Op(StrEnum):
-    """What a request asks for. To the warm process: SPAWN, END; to a contestant: the rest."""
+    """What a request asks for. To the warm process or a box: BOX, SPAWN, END; to a contestant: the rest."""
 
+    BOX = "box"  # fork a box: a process that answers BOX, SPAWN and END on the control socket passed
     SPAWN = "spawn"  # fork a contestant into a world of its own (fds: its channel, its output)
     END = "end"  # end contestant `pid`; answered with how it ended
     LOAD = "load"  # load `source` as the module under test (tracebacks point into `filename`)
@@ -105,8 +106,8 @@ class End(StrEnum):
 class Answer(StrEnum):
     """What kind of answer a message is."""
 
-    READY = "ready"  # the warm process has imported everything; a contestant's world is set up
-    SPAWNED = "spawned"  # the contestant's pid, as the warm process sees it
+    READY = "ready"  # the warm process has imported everything; a box is ready; a contestant's world is set up
+    SPAWNED = "spawned"  # the box's or contestant's pid, as its parent sees it
     NOT_STARTED = "not_started"  # no contestant could be forked (`why`)
     ENDED = "ended"  # how a contestant ended: `end` (an End) and `detail`
     LOADED = "loaded"  # the module under test is loaded
@@ -359,7 +360,8 @@ def read_message(read, handle=None) -> dict:
 
 
 class Reader:
-    """Assembles one message from chunks as they arrive: `feed(chunk)`, then `message()` once `done`."""
+    """Assembles messages from chunks as they arrive: `feed(chunk)`, then `message()` once `done`
+    (which takes the first message out; what came after it stays for the next)."""
 
     def __init__(self):
         self.buffer = bytearray()
@@ -375,11 +377,14 @@ class Reader:
         return size is not None and len(self.buffer) >= size
 
     def message(self, handle=None) -> dict:
-        """The message, once `done` (WireError when it is malformed)."""
+        """The first message, once `done` (WireError when it is malformed)."""
         (size,) = struct.unpack(">I", self.buffer[:4])
         if size > MAX_JSON:
             raise WireError(f"a message of {size} bytes is over the limit")
-        return unpack_body(bytes(self.buffer[4 : 4 + size]), bytes(self.buffer[12 + size :]), handle)
+        end = self._size()
+        body, blob = bytes(self.buffer[4 : 4 + size]), bytes(self.buffer[12 + size : end])
+        del self.buffer[:end]
+        return unpack_body(body, blob, handle)
 
     def _size(self) -> int | None:
         """The whole message's length in bytes, once its headers have arrived."""
@@ -393,7 +398,7 @@ class Reader:
 
 
 _CREDENTIALS = struct.Struct("iII")  # struct ucred: pid, uid, gid
-CREDENTIALS_SPACE = socket.CMSG_SPACE(_CREDENTIALS.size)  # what recvmsg needs room for, to read them
+_CREDENTIALS_SPACE = socket.CMSG_SPACE(_CREDENTIALS.size)  # what recvmsg needs room for, to read them
 
 
 def send(channel: socket.socket, message: dict, fds: tuple[int, ...] = (), keep=None) -> None:
@@ -418,13 +423,17 @@ def receive_fds(channel: socket.socket, most: int) -> tuple[dict, list[int]]:
     return read_message(_after(first, channel.recv)), fds
 
 
-def sender_pid(ancillary: list) -> int | None:
-    """The sending process's pid in the credentials of `recvmsg`'s ancillary data (SO_PASSCRED on
-    the receiving socket), as the kernel reports it to the receiver; None where none came."""
+def receive_with_sender(channel: socket.socket) -> tuple[dict, int | None]:
+    """One message and the pid of the process that sent it, as the kernel reports it to this one
+    (needs SO_PASSCRED on `channel`); None where no credentials came."""
+    first, ancillary, _, _ = channel.recvmsg(1, _CREDENTIALS_SPACE)
+    if not first:
+        raise EOFError("the channel closed")
+    pid = None
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-            return _CREDENTIALS.unpack(data[: _CREDENTIALS.size])[0]
-    return None
+            pid = _CREDENTIALS.unpack(data[: _CREDENTIALS.size])[0]
+    return read_message(_after(first, channel.recv)), pid
 
 
 def _after(first: bytes, read):
