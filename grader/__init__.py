@@ -1,9 +1,10 @@
-"""Post-Training Katas: the `kata` command and the grader, in the order of the pipeline:
+"""Post-Training Katas: the `kata` command and the grader, in the order of the pipeline (the layers,
+the processes and what each may see: grader/ARCHITECTURE.md):
 
-- content: the katas (catalogue, rendering from the references, hints, languages, drills, quizzes);
-- cli: the `kata` command, with the learner's workspace;
-- run: running learner code: the judge and its contestants, the sandbox, the limits, `kata check`'s run;
-- judging: the pytest side of a grading run (the plugin, the session, `expect`, outcomes, targets);
+- content: the katas (catalogue, rendering from the references, languages, drills, quizzes);
+- cli: the `kata` command, with the learner's workspace and hints;
+- run: running learner code: the arena, the warm process, boxes and contestants, the sandbox, the wire;
+- judging: the pytest side of a grading run (the plugin, the session, boxes, naming, locating, `expect`);
 - report: the result of a run, and the report on the terminal;
 - classroom: `kata grade`, a whole class at once;
 - oracles: TRL's own code as the source of expected values (`--against trl`);
