@@ -136,6 +136,8 @@ def grade_as_a_class(tmp_path_factory):
                 (root / name / f"{slug}.py").write_text(text, encoding="utf-8")
                 jobs.append(batch.Job(name, slug, root / name, "", replace(settings, timeout=timeout)))
             records = [record for _, record in pools[0].run([(batch.grade_file, (job,)) for job in jobs])]
+            for record in records:  # whatever a file does is its own doing: the grader never failed on it
+                assert "error" not in record, f"the grader failed on {record['student']}: {record['error']}"
             return {
                 record["student"]: (GradeResult.from_json(record["grade"]), record["seconds"]) for record in records
             }

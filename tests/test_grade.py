@@ -445,16 +445,20 @@ def test_the_sheet_gives_points_per_todo_and_the_csv_points_of_the_max():
     assert (bob["points"], bob["max"], bob["score"], bob["scoring"]) == ({"todo1": 0, "contract": 1}, 2, 0.5, "todos")
     rows = list(csv.reader(gradesheet.grades_csv(sheet).splitlines()))
     assert rows == [
-        ["student", f"{SLUG} (of 2)", "mean"],
-        ["ann", "2", "1.0000"],
-        ["bob", "1", "0.5000"],
-        ["zed", "", "0.0000"],
+        ["student", f"{SLUG} (of 2)", "mean", "errors"],
+        ["ann", "2", "1.0000", ""],
+        ["bob", "1", "0.5000", ""],
+        ["zed", "", "0.0000", ""],
     ]
     heavy = sheet_of(results, points={SLUG: {"todo1": 3}})
     assert entry(heavy, "bob")["points"] == {"todo1": 0, "contract": 1} and entry(heavy, "bob")["max"] == 4
-    assert list(csv.reader(gradesheet.grades_csv(heavy).splitlines()))[2] == ["bob", "1", "0.2500"]
+    assert list(csv.reader(gradesheet.grades_csv(heavy).splitlines()))[2] == ["bob", "1", "0.2500", ""]
     checks = list(csv.reader(gradesheet.grades_csv(sheet_of(results, "checks")).splitlines()))
-    assert checks[:3] == [["student", SLUG, "mean"], ["ann", "1.0000", "1.0000"], ["bob", "0.8000", "0.8000"]]
+    assert checks[:3] == [
+        ["student", SLUG, "mean", "errors"],
+        ["ann", "1.0000", "1.0000", ""],
+        ["bob", "0.8000", "0.8000", ""],
+    ]
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,13 @@ def test_bad_input_is_a_usage_error(argv, tmp_path):
 def run_autograder(root, files: dict[str, str], scoring: str = "todos") -> dict:
     """Unzip an autograder into a fake ROOT/source, hand in `files`, run its run_autograder with
     ROOT/venv/bin/python standing for this Python, and read ROOT/results/results.json."""
+    env = autograder_in(root, files, scoring)
+    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True, timeout=300)
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def autograder_in(root, files: dict[str, str], scoring: str = "todos") -> dict[str, str]:
+    """A fake Gradescope ROOT (see run_autograder) with `files` handed in; the environment to run it in."""
     gradescope.build_zip([SLUG], root.with_suffix(".zip"), scoring, "hidden")
     with zipfile.ZipFile(root.with_suffix(".zip")) as archive:
         archive.extractall(root / "source")
@@ -53,9 +60,7 @@ def run_autograder(root, files: dict[str, str], scoring: str = "todos") -> dict:
     (root / "submission").mkdir()
     for name, text in files.items():
         (root / "submission" / name).write_text(text)
-    env = os.environ | {gradescope.ROOT_VARIABLE: str(root)}
-    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True, timeout=300)
-    return json.loads((root / "results" / "results.json").read_text())
+    return os.environ | {gradescope.ROOT_VARIABLE: str(root)}
 
 
 def check_schema(results: dict) -> None:

@@ -237,7 +237,7 @@ def test_every_output_shows_the_attacks_in_their_visible_form(hostile):
 def test_no_csv_cell_starts_as_a_formula():
     sheet = {"katas": ["=evil"], "scoring": "checks", "students": {"-rf": {"=evil": {"status": "graded", "score": 1}}}}
     rows = list(csv.reader(io.StringIO(gradesheet.grades_csv(sheet))))
-    assert rows == [["student", "'=evil", "mean"], ["'-rf", "1.0000", "1.0000"]]
+    assert rows == [["student", "'=evil", "mean", "errors"], ["'-rf", "1.0000", "1.0000", ""]]
 
 
 def test_rich_markup_in_a_message_is_printed_as_it_is(hostile, honest):

@@ -33,8 +33,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, run_limit, source_digest
-from grader.classroom.workers import Died, Failed, Workers
+from grader.classroom.workers import Died, Workers
 from grader.content import catalogue
+from grader.report.inert import inert
 from grader.report.results import STATUSES, GradeResult
 from grader.run import containment
 from grader.run.staging import folder_files
@@ -154,7 +155,8 @@ def load_record(out: Path, job: Job) -> dict | None:
         GradeResult.from_json(record["grade"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return record if record.get("digest") == job.digest and record.get("version") == RECORD_VERSION else None
+    same = record.get("digest") == job.digest and record.get("version") == RECORD_VERSION
+    return record if same and "error" not in record else None  # a grader failure is graded again
 
 
 def save_record(out: Path, record: dict) -> None:
@@ -203,18 +205,26 @@ def run_batch(
 
 
 def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
-    """Records of `jobs` as they finish, from `workers` warm workers (grader.classroom.workers)."""
+    """Records of `jobs` as they finish, from `workers` warm workers (grader.classroom.workers).
+
+    A job whose workers all died is the file's crash only if a fresh worker then grades the kata's
+    reference (the control file); else it is an error record. A task that raised (`Failed`: the
+    worker could not grade at all, grade_file turns every ending of a file into a record) is an error.
+    """
     if not jobs:
         return
     with warm_workers(workers, jobs[0].settings, {job.slug for job in jobs}) as pool:
+        died = []
         for index, outcome in pool.run([(grade_file, (job,)) for job in jobs]):
-            yield outcome if isinstance(outcome, dict) else _not_graded(jobs[index], outcome)
-
-
-def _not_graded(job: Job, outcome: Failed | Died) -> dict:
-    if isinstance(outcome, Failed):
-        return failed_record(job, f"the grader failed on this file: {outcome.reason}", 0.0)
-    return failed_record(job, outcome.reason, 0.0)
+            if isinstance(outcome, Died):
+                died.append(jobs[index])
+            else:
+                yield outcome if isinstance(outcome, dict) else error_record(jobs[index], outcome.reason)
+        slugs = sorted({job.slug for job in died})
+        controls = dict(pool.run([(control_passes, (slug, jobs[0].settings)) for slug in slugs]))
+        for job in died:
+            passes = controls.get(slugs.index(job.slug)) is True
+            yield failed_record(job, Died.reason, 0.0) if passes else error_record(job, Died.reason)
 
 
 class warm_workers:  # noqa: N801  (used as `with warm_workers(...) as pool`)
@@ -240,13 +250,40 @@ class warm_workers:  # noqa: N801  (used as `with warm_workers(...) as pool`)
 
 
 def grade_file(job: Job, arena) -> dict:
-    """Grade one student's kata file with a judge of its own, inside a box; never raises for the file's sake."""
+    """Grade one student's kata file with a judge of its own, inside a box; never raises.
+
+    A grading that gave no result, or a check that crashed, is the file's doing only if this worker
+    then grades the control file (the kata's reference) with every check passing; if it cannot, the
+    grader failed, and the record is an error (error_record), never a grade.
+    """
     start = time.perf_counter()
-    result, reason, peak_kb = _judge(job.slug, job.folder / f"{job.slug}.py", job.settings, arena)
+    try:
+        result, reason, peak_kb = _judge(job.slug, job.folder / f"{job.slug}.py", job.settings, arena)
+    except Exception as error:  # the grader's own failure, or one the file caused: the control tells
+        result, reason, peak_kb = None, f"grading stopped on {type(error).__name__}: {error}", 0
+    seconds = time.perf_counter() - start
+    crashed = result is None or any(check.status == "error" for check in result.checks)
+    if crashed and not control_passes(job.slug, job.settings, arena):
+        return error_record(job, reason or _crash_reason(result), seconds)
     if result is None:
         reason = reason.replace(f"{job.folder}{os.sep}", f"{job.student}{os.sep}")
-        return failed_record(job, reason, time.perf_counter() - start, peak_kb)
-    return _record(job, result, time.perf_counter() - start, peak_kb)
+        return failed_record(job, reason, seconds, peak_kb)
+    return _record(job, result, seconds, peak_kb)
+
+
+def control_passes(slug: str, settings: Settings, arena) -> bool:
+    """Whether this worker grades kata `slug`'s reference with every check passing (never raises):
+    if it cannot, what went wrong with a file's grading was the grader's, not the file's."""
+    try:
+        result, _, _ = _judge(slug, "reference", settings, arena)
+    except Exception:
+        return False
+    return result is not None and bool(result.checks) and result.failed == 0
+
+
+def _crash_reason(result: GradeResult) -> str:
+    crashed = next(check for check in result.checks if check.status == "error")
+    return f"{crashed.name}: {crashed.message.splitlines()[0] if crashed.message else 'crashed'}"
 
 
 def _judge(slug: str, target: str | Path, settings: Settings, arena) -> tuple[GradeResult | None, str, int]:
@@ -317,6 +354,12 @@ def _record(job: Job, result: GradeResult, seconds: float, peak_kb: int = 0) -> 
 def failed_record(job: Job, reason: str, seconds: float, peak_kb: int = 0) -> dict:
     """A result for a file whose grading run gave none: no checks, the reason as its load error."""
     return _record(job, GradeResult(job.slug, f"{job.slug}.py", [], load_error=reason), seconds, peak_kb)
+
+
+def error_record(job: Job, reason: str, seconds: float = 0.0) -> dict:
+    """The grader failed on this file (the control file failed too): no grade, `"error"` says why.
+    Never reused by a rerun (load_record), counted by nobody's grade (gradesheet)."""
+    return failed_record(job, reason, seconds) | {"error": inert(reason)}
 
 
 # -- built-in targets (the content tests) -----------------------------------------------------

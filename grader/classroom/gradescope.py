@@ -11,7 +11,9 @@ writes ROOT/results/results.json: {"score", "tests": [{"name", "score", "max_sco
 "visibility"}], "output"}. One test per TODO, the whole-function checks (where the kata has them)
 and the input contract (scoring "todos": each key's points, gradesheet.earned_points) or per check
 (scoring "checks": 1 each); every test's output is the kata's feedback text (feedback.feedback_text:
-never reference code). ROOT is $KATA_AUTOGRADER_ROOT, /autograder by default.
+never reference code). ROOT is $KATA_AUTOGRADER_ROOT, /autograder by default. When the grader
+fails on a file (batch.error_record), `run` writes no results.json and exits 3: Gradescope then
+shows an autograder failure, never a 0 for the student.
 """
 
 import json
@@ -67,6 +69,11 @@ exec "$ROOT/venv/bin/python" -m grader.classroom.gradescope run
 
 class GradescopeError(ValueError):
     """The zip cannot be built (said in one line)."""
+
+
+class GraderFailed(RuntimeError):
+    """The grader failed on a submitted file (batch.error_record): no results.json, so Gradescope
+    shows an autograder failure instead of recording a score."""
 
 
 # -- the zip ----------------------------------------------------------------------------------
@@ -146,6 +153,10 @@ def grade_submission(submission: Path, slugs: list[str], scoring: str, visibilit
         roster.katas = list(slugs)
         run = batch.run_batch(roster, Path(scratch) / "out", workers=1)
     sheet = gradesheet.build_sheet(roster, run.records, scoring)
+    failures = gradesheet.errors(sheet)
+    if failures:
+        files = ", ".join(f"{slug}.py" for _, slug, _ in failures)
+        raise GraderFailed(phrase(lang, "gs_grader_failed", files=files, why=failures[0][2]))
     tests = []
     for slug in slugs:
         record = run.records.get((STUDENT, slug))
@@ -210,4 +221,8 @@ def run(root: Path | None = None) -> Path:
 if __name__ == "__main__":
     if sys.argv[1:] != ["run"]:
         sys.exit("usage: python -m grader.classroom.gradescope run")
-    print(f"wrote {run()}")
+    try:
+        print(f"wrote {run()}")
+    except GraderFailed as failure:
+        print(f"run_autograder: {failure}", file=sys.stderr)
+        sys.exit(3)

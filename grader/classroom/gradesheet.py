@@ -3,6 +3,9 @@ summarised as rich renderables (per-kata pass rate, score distribution, common m
 
 `build_sheet` is plain data (what grades.json holds); the writers and the summary read only it.
 A kata a student did not hand in is "missing": an empty cell in the CSV, 0 in the student's mean.
+A file the grader failed on (batch.error_record: the control file failed too) is "error": no grade,
+an empty cell and its kata in the CSV's `errors` column, left out of the student's mean, said in
+the summary and on the class page; `kata grade` exits 3.
 A file's score is the points it keeps (earned_points: per TODO, kata.toml's `points`; for the
 whole-function checks, its `whole_points`; one for the input contract; --points overrides them) over
 the maximum; with scoring "checks", the fraction of checks passed. Points follow the file's own check
@@ -103,6 +106,8 @@ def build_sheet(
         for slug in roster.katas:
             record = records.get((student, slug))
             row[slug] = _entry(record, weights[slug], scoring) if record else _missing(weights[slug])
+            if record and "error" in record:
+                row[slug] = _missing(weights[slug]) | {"status": "error", "error": record["error"]}
         students[student] = row
     return {
         "katas": roster.katas,
@@ -156,7 +161,15 @@ def _entry(record: dict, weights: dict[str, int], scoring: str) -> dict:
 
 
 def student_mean(row: dict) -> float:
-    return round(sum(entry["score"] for entry in row.values()) / len(row), 4) if row else 0.0
+    """The mean score over the student's katas, a missing one as 0, one in error left out."""
+    scores = [entry["score"] for entry in row.values() if entry["status"] != "error"]
+    return round(sum(scores) / len(scores), 4) if scores else 0.0
+
+
+def errors(sheet: dict) -> list[tuple[str, str, str]]:
+    """(student, kata, why) for every file the grader failed on."""
+    rows = sheet["students"].items()
+    return [(student, slug, entry["error"]) for student, row in rows for slug, entry in row.items() if "error" in entry]
 
 
 # -- files ------------------------------------------------------------------------------------
@@ -180,7 +193,8 @@ def write_sheet(sheet: dict, out: Path) -> list[Path]:
 
 
 def grades_csv(sheet: dict) -> str:
-    """One row per student, one column per kata (empty when missing), and the mean.
+    """One row per student, one column per kata (empty when missing or in error), the mean, and
+    `errors`: the katas the grader failed on, to grade again (their cells are empty, not 0).
 
     Scoring "todos": the column is headed `SLUG (of MAX)` and holds the points earned; the mean is
     the mean of points / max over the katas. Scoring "checks": the fraction of checks passed.
@@ -189,12 +203,12 @@ def grades_csv(sheet: dict) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     by_points = sheet.get("scoring", "checks") == "todos"
     headers = [f"{slug} (of {sum(sheet['points'][slug].values())})" if by_points else slug for slug in sheet["katas"]]
-    writer.writerow(map(_cell, ["student", *headers, "mean"]))
+    writer.writerow(map(_cell, ["student", *headers, "mean", "errors"]))
     for student, row in sheet["students"].items():
-        cells = [
-            "" if row[slug]["status"] == "missing" else _score_cell(row[slug], by_points) for slug in sheet["katas"]
-        ]
-        writer.writerow(map(_cell, [student, *cells, f"{student_mean(row):.4f}"]))
+        graded = [slug for slug in sheet["katas"] if row[slug]["status"] == "graded"]
+        cells = [_score_cell(row[slug], by_points) if slug in graded else "" for slug in sheet["katas"]]
+        failed = " ".join(slug for slug in sheet["katas"] if row[slug]["status"] == "error")
+        writer.writerow(map(_cell, [student, *cells, f"{student_mean(row):.4f}", failed]))
     return buffer.getvalue()
 
 
@@ -246,6 +260,8 @@ def junit_xml(student: str, row: dict) -> str:
 def _whole_file_case(slug: str, entry: dict) -> dict:
     if entry["status"] == "missing":
         return {"name": "submitted", "status": "failed", "message": f"no {slug}.py in the folder"}
+    if entry["status"] == "error":
+        return {"name": "graded", "status": "error", "message": f"the grader failed (not a grade): {entry['error']}"}
     return {"name": "graded", "status": "error", "message": entry.get("load_error") or "no checks ran"}
 
 
@@ -258,15 +274,18 @@ def _xml(text: str) -> str:
 
 
 def summary_line(sheet: dict, lang: str = "en") -> str:
-    """'N students, M files: P passed, F failed, K missing' (in `lang`)."""
+    """'N students, M files: P passed, F failed, K missing' (in `lang`), and how many files the
+    grader failed on, if any."""
     entries = [entry for row in sheet["students"].values() for entry in row.values()]
     graded = [entry for entry in entries if entry["status"] == "graded"]
     passed = sum(map(_all_pass, graded))
-    missing = len(entries) - len(graded)
+    missing = sum(entry["status"] == "missing" for entry in entries)
     students = phrase(lang, "n_students", n=len(sheet["students"]))
     files = phrase(lang, "n_files", n=len(graded))
     failed = len(graded) - passed
-    return phrase(lang, "grade_summary", students=students, files=files, passed=passed, failed=failed, missing=missing)
+    line = phrase(lang, "grade_summary", students=students, files=files, passed=passed, failed=failed, missing=missing)
+    broken = len(entries) - len(graded) - missing
+    return line + (phrase(lang, "grade_errors", n=broken) if broken else "")
 
 
 def _all_pass(entry: dict) -> bool:

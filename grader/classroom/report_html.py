@@ -30,6 +30,7 @@ table { border-collapse: collapse; margin-bottom: 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.missing { color: #999; }
+td.error { color: #b00; font-weight: bold; }
 svg text { font-size: 12px; font-family: sans-serif; }
 """
 
@@ -74,6 +75,9 @@ def _summary(sheet: dict, lang: str = "en") -> str:
             entry = row[slug]
             if entry["status"] == "missing":
                 cells.append(f'<td class="missing" data-score="0.0000">{e(phrase(lang, "missing"))}</td>')
+                continue
+            if entry["status"] == "error":  # no grade: the grader failed on it
+                cells.append(f'<td class="error" title="{e(entry["error"])}">{e(phrase(lang, "grader_error"))}</td>')
                 continue
             total = entry["passed"] + entry["failed"]
             cells.append(

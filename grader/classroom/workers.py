@@ -141,7 +141,11 @@ def serve(connection: Connection, sandboxed: bool, lang: str, imports: list[str]
 
     set_message_language(lang)  # the warm process's contestants word their refusals in it
     home = Path(tempfile.mkdtemp(prefix="worker-", dir=folder))
-    arena = Arena.start(imports, sandboxed, fingerprints=Path(folder) / "fingerprints", home=home)  # torch-free
+    try:
+        arena = Arena.start(imports, sandboxed, fingerprints=Path(folder) / "fingerprints", home=home)  # torch-free
+    except Exception as error:  # it cannot grade: every task says so (an error, never a grade)
+        _refuse(connection, Failed(f"the warm process did not start: {type(error).__name__}: {error}"))
+        return
     import _pytest.config  # noqa: F401
     import torch  # noqa: F401
 
@@ -165,3 +169,13 @@ def serve(connection: Connection, sandboxed: bool, lang: str, imports: list[str]
             connection.send(outcome)
     finally:
         arena.close()
+
+
+def _refuse(connection: Connection, failed: Failed) -> None:
+    """Answer every task with `failed` until the pool closes the connection."""
+    while True:
+        try:
+            connection.recv()
+        except (EOFError, OSError):
+            return
+        connection.send(failed)

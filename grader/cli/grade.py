@@ -122,7 +122,12 @@ def grade(
         Trimmed(Prose(phrase(lang, "grade_wrote", graded=run.graded, reused=run.reused, wrote=wrote), "muted"))
     )
     console.print(Trimmed(gradesheet.build_summary(sheet, lang)))  # no padded lines when piped
-    return 0
+    failures = gradesheet.errors(sheet)
+    for student, slug, why in failures:
+        errors.print(phrase(lang, "grade_error_file", student=student, slug=slug, why=why), markup=False)
+    if failures:
+        errors.print(phrase(lang, "grade_error_hint"), style="warning", markup=False)
+    return 3 if failures else 0  # 3: the grader failed on some file (README, "Exit status")
 
 
 def _read_points(path: Path, lang: str = "en") -> dict:
