@@ -379,7 +379,7 @@ def test_discovery_copies_no_links_and_the_digest_follows_the_file_and_its_helpe
 def test_the_csv_keeps_names_from_running_as_formulas():
     sheet = {"katas": [SLUG], "students": {"=cmd()": {SLUG: {"status": "graded", "score": 0.5}}}}
     rows = list(csv.reader(gradesheet.grades_csv(sheet).splitlines()))
-    assert rows[1] == ["'=cmd()", "0.5000", "0.5000"]
+    assert rows[1] == ["'=cmd()", "0.5000", "0.5000", ""]
 
 
 def test_a_file_that_vanishes_while_the_folder_is_copied_is_left_out(tmp_path, monkeypatch):
@@ -502,12 +502,12 @@ def test_a_rerun_with_other_points_or_scoring_grades_nothing_and_rescores(tmp_pa
 
     output, rows = run()
     assert "graded 3, unchanged 0" in output and rows[1:] == [
-        ["a", "2", "1.0000"],
-        ["b", "1", "0.5000"],
-        ["c", "0", "0.0000"],
+        ["a", "2", "1.0000", ""],
+        ["b", "1", "0.5000", ""],
+        ["c", "0", "0.0000", ""],
     ]
     output, rows = run("--points", tmp_path / "points.toml")
-    assert "graded 0, unchanged 3" in output and rows[0][1] == f"{SLUG} (of 4)" and rows[2] == ["b", "1", "0.2500"]
+    assert "graded 0, unchanged 3" in output and rows[0][1] == f"{SLUG} (of 4)" and rows[2] == ["b", "1", "0.2500", ""]
     output, rows = run("--scoring", "checks")
     stored = json.loads(batch.record_path(out, "b", SLUG).read_text())["grade"]["score"]  # 2 of 13 checks
     assert "graded 0, unchanged 3" in output and rows[0][1] == SLUG and rows[2][1] == f"{stored:.4f}" != "0.5000"
