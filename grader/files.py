@@ -11,13 +11,16 @@ def atomic_write(path: Path, text: str) -> None:
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8"
-    ) as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(handle.name, path)
+    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8")
+    try:
+        with handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:  # a full disk, an interrupt: no temporary file is left
+        Path(handle.name).unlink(missing_ok=True)
+        raise
 
 
 def json_text(data) -> str:

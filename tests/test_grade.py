@@ -1,17 +1,14 @@
 """`kata grade`: a class folder graded in parallel, resumably, whatever a submission does.
 
 The class fixture grades one small class once (two workers) and the tests read its results;
-the resume tests grade a second, cheaper class. Grading spawns processes that run torch, so the
-class is small and uses the cheapest kata.
+the resume tests grade a second, cheaper class (an interrupted run and its rerun:
+tests/test_interrupt.py). Grading spawns processes that run torch, so the class is small and uses
+the cheapest kata.
 """
 
 import csv
 import json
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from xml.etree import ElementTree
 
 import pytest
@@ -304,25 +301,6 @@ def test_a_rerun_grades_only_what_is_missing_or_changed_and_force_regrades(tmp_p
     assert again == ["a", "b", "c"] and done.records["b", SLUG]["grade"]["score"] == 1.0
     assert run()[0] == []
     assert run(force=True)[0] == ["a", "b", "c"]
-
-
-@pytest.mark.slow
-def test_an_interrupted_run_keeps_what_finished_and_the_rerun_grades_the_rest(tmp_path):
-    submissions, out = tmp_path / "class", tmp_path / "out"
-    small_class(submissions)
-    (submissions / "b" / f"{SLUG}.py").write_text(body("while True:\n    pass"))  # slow: a timeout per check
-    command = [sys.executable, "-m", "grader.cli", "grade", str(submissions), "--out", str(out), "--workers", "1"]
-    process = subprocess.Popen([*command, "--timeout", str(TIMEOUT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    first = batch.record_path(out, "a", SLUG)
-    deadline = time.monotonic() + 120
-    while not first.exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
-    assert first.exists() and not (out / "grades.csv").exists()
-    rerun = subprocess.run([*command, "--timeout", str(TIMEOUT)], capture_output=True, text=True, timeout=300)
-    assert "graded 2, unchanged 1" in rerun.stdout, rerun.stdout + rerun.stderr
 
 
 # -- no grading needed --------------------------------------------------------------------------

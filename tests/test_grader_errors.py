@@ -13,14 +13,15 @@ fixture refuses an error record).
 
 import csv
 import json
+import os
 import subprocess
 import textwrap
 
 import pytest
 from conftest import need_sandbox
-from test_gradescope import autograder_in
+from test_gradescope import fake_root
 
-from grader.classroom import batch, gradesheet, report_html
+from grader.classroom import batch, gradescope, gradesheet, report_html
 from grader.content.catalogue import get_kata
 from grader.report.results import CheckResult, GradeResult
 
@@ -100,10 +101,9 @@ def test_run_autograder_writes_no_results_when_the_grader_fails(tmp_path, monkey
     need_sandbox()
     breaking(tmp_path, monkeypatch, "warm")
     root = tmp_path / "root"
-    env = autograder_in(root, {f"{SLUG}.py": KATA.solution()})
-    ran = subprocess.run(
-        ["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=300
-    )
+    command = fake_root(root, {f"{SLUG}.py": KATA.solution()})
+    env = os.environ | {gradescope.ROOT_VARIABLE: str(root)}
+    ran = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 3, ran.stderr
     assert not (root / "results" / "results.json").exists()
     assert "the grader failed on group_advantages.py (not a grade)" in ran.stderr

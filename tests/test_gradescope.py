@@ -43,13 +43,15 @@ def test_bad_input_is_a_usage_error(argv, tmp_path):
 def run_autograder(root, files: dict[str, str], scoring: str = "todos") -> dict:
     """Unzip an autograder into a fake ROOT/source, hand in `files`, run its run_autograder with
     ROOT/venv/bin/python standing for this Python, and read ROOT/results/results.json."""
-    env = autograder_in(root, files, scoring)
-    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True, timeout=300)
+    command = fake_root(root, files, scoring)
+    env = os.environ | {gradescope.ROOT_VARIABLE: str(root)}
+    subprocess.run(command, env=env, check=True, timeout=300)
     return json.loads((root / "results" / "results.json").read_text())
 
 
-def autograder_in(root, files: dict[str, str], scoring: str = "todos") -> dict[str, str]:
-    """A fake Gradescope ROOT (see run_autograder) with `files` handed in; the environment to run it in."""
+def fake_root(root, files: dict[str, str], scoring: str = "todos") -> list[str]:
+    """Lay out the fake ROOT that run_autograder grades; the command to run it with, in an
+    environment where KATA_AUTOGRADER_ROOT is ROOT."""
     gradescope.build_zip([SLUG], root.with_suffix(".zip"), scoring, "hidden")
     with zipfile.ZipFile(root.with_suffix(".zip")) as archive:
         archive.extractall(root / "source")
@@ -60,7 +62,7 @@ def autograder_in(root, files: dict[str, str], scoring: str = "todos") -> dict[s
     (root / "submission").mkdir()
     for name, text in files.items():
         (root / "submission" / name).write_text(text)
-    return os.environ | {gradescope.ROOT_VARIABLE: str(root)}
+    return ["bash", str(root / "source" / "run_autograder")]
 
 
 def check_schema(results: dict) -> None:

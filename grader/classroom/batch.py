@@ -29,6 +29,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -181,7 +182,9 @@ def run_batch(
     """Grade what is new or changed (everything with `force`), saving each result as it arrives.
 
     At the end every record is saved again from memory: whatever a submission wrote over another's
-    result file while it ran (all its processes are dead by then) is undone.
+    result file while it ran (all its processes are dead by then) is undone. An interrupt
+    (grader.run.interrupt) ends every worker, and removes the run's folder, before it goes on up:
+    what was saved before it is kept, and a rerun resumes from there.
     """
     containment.clean_leftovers()  # the cgroups of a run that was killed, and their processes
     run = BatchRun({})
@@ -193,12 +196,13 @@ def run_batch(
         else:
             run.records[job.student, job.slug] = record
             run.reused += 1
-    for record in graded_records(todo, workers):
-        save_record(out, record)
-        run.records[record["student"], record["kata"]] = record
-        run.graded += 1
-        if on_done:
-            on_done(record)
+    with closing(graded_records(todo, workers)) as records:  # an interrupt ends the workers before it leaves
+        for record in records:
+            save_record(out, record)
+            run.records[record["student"], record["kata"]] = record
+            run.graded += 1
+            if on_done:
+                on_done(record)
     for record in run.records.values():
         save_record(out, record)
     return run

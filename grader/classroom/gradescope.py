@@ -218,11 +218,24 @@ def run(root: Path | None = None) -> Path:
     return path
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] != ["run"]:
+def main(argv: list[str]) -> int:
+    """`python -m grader.classroom.gradescope run` (run_autograder): grade, write results.json.
+    SIGINT or SIGTERM ends everything the grading started and exits 130 or 143, in one line."""
+    from grader.run.interrupt import exit_status, interruptible
+
+    if argv != ["run"]:
         sys.exit("usage: python -m grader.classroom.gradescope run")
     try:
-        print(f"wrote {run()}")
+        with interruptible():
+            print(f"wrote {run()}")
     except GraderFailed as failure:
         print(f"run_autograder: {failure}", file=sys.stderr)
-        sys.exit(3)
+        return 3
+    except KeyboardInterrupt as stop:
+        print("interrupted: the submission was not graded", file=sys.stderr)
+        return exit_status(stop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -16,13 +16,15 @@ worker's warm process and judges end with it) and whatever cgroup the dead ones 
 
 import gc
 import multiprocessing
+import os
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from grader.run import containment
+from grader.run import containment, interrupt
 
 RETRIES = 1  # a task whose worker died is given to another worker this many times
 
@@ -66,11 +68,12 @@ class Workers:
 
     def _start(self) -> _Worker:
         ours, theirs = self.context.Pipe()
-        process = self.context.Process(target=serve, args=(theirs, *self.setup), daemon=True)
-        process.start()
+        process = self.context.Process(target=serve, args=(theirs, os.getpid(), *self.setup), daemon=True)
+        with interrupt.deferred():  # until it is in self.workers, where close() finds it
+            process.start()
+            worker = _Worker(process, ours)
+            self.workers.append(worker)
         theirs.close()
-        worker = _Worker(process, ours)
-        self.workers.append(worker)
         return worker
 
     def run(self, tasks: list[tuple[Callable, tuple]]) -> Iterator[tuple[int, object]]:
@@ -133,12 +136,19 @@ class Workers:
         containment.clean_leftovers()
 
 
-def serve(connection: Connection, sandboxed: bool, lang: str, imports: list[str], folder: str) -> None:
+def serve(connection: Connection, pool: int, sandboxed: bool, lang: str, imports: list[str], folder: str) -> None:
     """A worker: start the warm contestant process, import meanwhile what every grading run needs,
-    then grade what it is sent until the pool closes the connection."""
+    then grade what it is sent until the pool closes the connection. It dies with the pool's
+    process (`pool`), and leaves Ctrl-C to it: the pool kills its workers (`Workers.close`)."""
     from grader.content.i18n import set_message_language
+    from grader.run import privileges
     from grader.run.arena import Arena
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole job
+    privileges.die_with_parent()
+    if os.getppid() != pool:  # it died before that
+        return
+    interrupt.unblock()  # started with SIGINT and SIGTERM held (Workers._start)
     set_message_language(lang)  # the warm process's contestants word their refusals in it
     home = Path(tempfile.mkdtemp(prefix="worker-", dir=folder))
     try:

@@ -1,6 +1,7 @@
 """The `kata` command: thin click commands over the catalogue, the workspace and the grader.
 
-Exit status: 0 success; 1 checks failed or the action was refused; 2 usage error.
+Exit status: 0 success; 1 checks failed or the action was refused; 2 usage error; 130 after
+Ctrl-C (SIGINT), 143 after SIGTERM, with everything the command started ended (grader.run.interrupt).
 `list`, `start`, `hint`, `show`, `solution`, `reset` and `drill` (but for its --check) never import torch.
 
 - learner: `kata list`, `start`, `check`, `hint`, `solution`, `reset`, `show`, `quiz`, `watch`;
@@ -18,6 +19,7 @@ from grader.cli import drill, grade, gradescope, learner
 from grader.cli.options import LANG_HELP, LANGUAGES
 from grader.content.i18n import command_language, phrase, pick_language
 from grader.report.console import errors
+from grader.run.interrupt import exit_status, interruptible
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,9 +55,11 @@ for command in (
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the command; turn usage errors into one line and status 2."""
+    """Entry point: run the command; turn usage errors into one line and status 2, an interrupt
+    (SIGINT, SIGTERM) into one line and 130 or 143."""
     try:
-        status = cli.main(args=argv, prog_name="kata", standalone_mode=False)
+        with interruptible():
+            status = cli.main(args=argv, prog_name="kata", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as error:
         click.echo(error.ctx.get_help())
         return 0
@@ -70,9 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except click.exceptions.Exit as exit_:
         return exit_.exit_code
-    except (click.Abort, KeyboardInterrupt):
+    except (click.Abort, KeyboardInterrupt) as stop:  # click makes an interrupt an Abort
         errors.print(phrase(pick_language(), "interrupted"))
-        return 130
+        return exit_status(stop.__cause__ or stop)
     except BrokenPipeError:
         return 0
     except OSError as error:  # e.g. a workspace path that is a file, or no permission

@@ -10,6 +10,7 @@ from grader.cli.options import lang_option, scoring_option, timeout_option
 from grader.content import catalogue
 from grader.content.i18n import phrase, pick_language
 from grader.report.console import console, errors
+from grader.run.interrupt import exit_status
 
 
 @click.command()
@@ -67,12 +68,14 @@ def grade(
     """Grade a class: SUBMISSIONS holds one folder per student, each with any number of kata files.
 
     \b
-    Each file is graded with the checks of `kata check`, in a scratch copy of its folder, with a
-    time and a memory limit per check; results are saved as each file finishes, so a rerun grades
-    only what is new or changed. Writes OUT/grades.csv, OUT/grades.json, OUT/junit/STUDENT.xml and
-    OUT/feedback/STUDENT/KATA.txt (and .md): the report each student would get from `kata check`,
-    and OUT/report.html, the class at a glance.
-    Scores (--scoring, --points) come from the saved results: changing them grades nothing again.
+    Each file is graded with the checks of `kata check`, in a scratch copy of
+    its folder, with a time and a memory limit per check; results are saved
+    as each file finishes, so a rerun grades only what is new or changed
+    (Ctrl-C stops a run: exit 130; 143 after SIGTERM). Writes OUT/grades.csv,
+    OUT/grades.json, OUT/junit/STUDENT.xml and OUT/feedback/STUDENT/KATA.txt
+    (and .md): the report each student would get from `kata check`, and
+    OUT/report.html, the class at a glance. Scores (--scoring, --points)
+    come from the saved results: changing them grades nothing again.
     """
     from grader.classroom import batch, feedback, gradesheet, report_html
     from grader.classroom.names import display_name
@@ -109,8 +112,18 @@ def grade(
 
     if no_sandbox:
         console.print(phrase(lang, "grade_unsandboxed"), style="warning")
-    with progress_bar(console.rich(), phrase(lang, "grading"), len(roster.jobs), remaining=True) as advance:
-        run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
+    graded = []
+
+    def done(record: dict) -> None:
+        graded.append(record)
+        advance()
+
+    try:
+        with progress_bar(console.rich(), phrase(lang, "grading"), len(roster.jobs), remaining=True) as advance:
+            run = batch.run_batch(roster, out, workers, force, on_done=done)
+    except KeyboardInterrupt as stop:  # SIGINT or SIGTERM: every worker has ended, the results stay
+        errors.print(phrase(lang, "grade_interrupted", n=len(graded)), style="warning", markup=False)
+        return exit_status(stop)
     sheet = gradesheet.build_sheet(roster, run.records, scoring, points)
     gradesheet.write_sheet(sheet, out)
     report_html.write_report(sheet, out, lang)

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 from grader.content.catalogue import get_kata
-from grader.run import sandbox
+from grader.run import interrupt, sandbox
 from grader.run.arena import Arena
 from grader.run.child import exit_after
 
 
 def main(argv: list[str]) -> None:
+    interrupt.unblock()  # started with SIGINT and SIGTERM held (grader.run.child.run_judge)
     slug, choice, fingerprints, separator, *arguments = argv
     assert separator == "--", "usage: python -m grader.judging SLUG SANDBOX FINGERPRINTS -- PYTEST_ARGUMENTS..."
     arena = Arena.start(get_kata(slug).warm_imports, sandbox.choose(choice), Path(fingerprints))

@@ -16,5 +16,6 @@ draws the processes and says what each may see.
 - containment: the cgroup around one graded file's processes;
 - source: loading a module from source text;
 - child: a judge as a child process, with a deadline;
+- interrupt: SIGINT and SIGTERM as one exception, and the exit status 130 or 143;
 - grading: `kata check`'s judge run, and the result it reads back.
 """

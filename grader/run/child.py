@@ -18,6 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.run import containment, interrupt
+from grader.run.interrupt import deferred
+
 
 @dataclass
 class Ended:
@@ -38,28 +41,53 @@ def run_judge(judge: list[str] | Callable[[], int], scratch: Path, log: Path, li
     """Run the judge in `scratch` (also HOME and TMPDIR) for at most `limit` seconds: a new Python
     with the arguments `judge`, or a fork of this process (which has imported pytest and torch
     already) that calls `judge()` and exits with what it returns. Either way the child leads its
-    own process group, which is killed at the deadline.
+    own process group, which is killed at the deadline, or when this process is interrupted.
     """
+    pid = 0
+    try:
+        with deferred():  # an interrupt before `pid` is known would leave a judge that no one kills
+            pid = _start(judge, scratch, log)
+        deadline = time.monotonic() + limit
+        while True:
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                return Ended(status, False, usage.ru_maxrss)
+            if time.monotonic() > deadline:
+                status, peak_kb = _end(pid)
+                return Ended(status, True, peak_kb)
+            time.sleep(0.02)
+    except BaseException:  # an interrupt (grader.run.interrupt): the judge ends with the command
+        if pid:
+            _end(pid)
+        raise
+
+
+def _start(judge: list[str] | Callable[[], int], scratch: Path, log: Path) -> int:
+    """The judge's pid, spawned or forked (the forked child never returns from here)."""
+    parent = os.getpid()
     output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        pid = os.fork() if callable(judge) else _spawn(judge, scratch, output)
-        if callable(judge) and pid == 0:
-            _forked(judge, scratch, output)
+        if not callable(judge):
+            return _spawn(judge, scratch, output)
+        pid = os.fork()
+        if pid == 0:
+            _forked(judge, scratch, output, parent)
+        return pid
     finally:
         os.close(output)
-    deadline = time.monotonic() + limit
-    while True:
-        done, status, usage = os.wait4(pid, os.WNOHANG)
-        if done:
-            return Ended(status, False, usage.ru_maxrss)
-        if time.monotonic() > deadline:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            _, status, usage = os.wait4(pid, 0)
-            return Ended(status, True, usage.ru_maxrss)
-        time.sleep(0.02)
+
+
+def _end(pid: int) -> tuple[int, int]:
+    """Kill the judge `pid` and its process group (its sandbox dies with it: bwrap's
+    --die-with-parent), collect it, and remove the cgroups it made (grader.run.containment); its
+    wait status and peak resident set in KiB."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    _, status, usage = os.wait4(pid, 0)
+    containment.clean_leftovers()
+    return status, usage.ru_maxrss
 
 
 def _environment(scratch: Path) -> dict:
@@ -80,8 +108,9 @@ def _spawn(arguments: list[str], scratch: Path, output: int) -> int:
     return process.pid
 
 
-def _forked(judge: Callable[[], int], scratch: Path, output: int) -> None:
-    """In the forked child: take the scratch folder as home, call `judge`, exit with its status."""
+def _forked(judge: Callable[[], int], scratch: Path, output: int, parent: int) -> None:
+    """In the forked child: take the scratch folder as home, call `judge`, exit with its status;
+    die with the process that forked it (`parent`), even if it died before it could say so."""
     try:
         import resource
         import tempfile
@@ -90,6 +119,9 @@ def _forked(judge: Callable[[], int], scratch: Path, output: int) -> None:
 
         os.setsid()
         privileges.die_with_parent()
+        if os.getppid() != parent:
+            os._exit(70)
+        interrupt.unblock()
         os.chdir(scratch)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         os.dup2(output, 1)
