@@ -72,7 +72,8 @@ def grade(
     only what is new or changed. Writes OUT/grades.csv, OUT/grades.json, OUT/junit/STUDENT.xml and
     OUT/feedback/STUDENT/KATA.txt (and .md): the report each student would get from `kata check`,
     and OUT/report.html, the class at a glance.
-    Scores (--scoring, --points) come from the saved results: changing them grades nothing again.
+    Scores (--scoring, --points) and the language (--lang) come from the saved
+    results: changing them grades nothing again.
     """
     from grader.classroom import batch, feedback, gradesheet, report_html
     from grader.classroom.names import display_name
@@ -95,7 +96,7 @@ def grade(
     if why:
         errors.print(phrase(lang, "grade_no_sandbox", why=why), style="error", markup=False)
         return 1
-    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox, lang=lang)
+    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox)
     try:
         roster = batch.discover(submissions, slugs, settings, exclude=(out,))
     except batch.BatchError as error:
@@ -111,7 +112,7 @@ def grade(
         console.print(phrase(lang, "grade_unsandboxed"), style="warning")
     with progress_bar(console.rich(), phrase(lang, "grading"), len(roster.jobs), remaining=True) as advance:
         run = batch.run_batch(roster, out, workers, force, on_done=lambda record: advance())
-    sheet = gradesheet.build_sheet(roster, run.records, scoring, points)
+    sheet = gradesheet.build_sheet(roster, run.records, scoring, points, lang)
     gradesheet.write_sheet(sheet, out)
     report_html.write_report(sheet, out, lang)
     feedback.write_feedback(out, roster.students, roster.katas, run.records, lang)
