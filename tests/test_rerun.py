@@ -108,14 +108,17 @@ def test_every_setting_is_in_the_rerun_key(tmp_path):
 
 
 def test_a_message_worded_from_data_is_written_in_every_language_at_once():
-    """A timeout, and the learner's line of an exception, need no second run: they are worded when asked."""
+    """A timeout, the learner's line of an exception, a missing function need no second run: each is
+    worded when asked."""
     from grader.judging import outcomes
+    from grader.judging.expect import NoFunction
     from grader.run.judge import Ending, Stopped, to_exception
     from grader.run.wire import End
 
     errors = [
         Stopped(Ending(End.TIMEOUT, where="f")),
         to_exception({"type": "ValueError", "message": "no", "where": [3, "f", "x = 1"]}),
+        NoFunction("compute_group_advantages"),
     ]
     for error in errors:
         assert outcomes.from_exception(error, TIMEOUT).rewordable

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from grader.content.i18n import message_language, phrase, say
-from grader.judging.expect import CheckFailed, MissingFunction
+from grader.judging.expect import CheckFailed, MissingFunction, NoFunction
 from grader.run.judge import Ending, KnownHang, LearnerRaised, Stopped, where_text
 from grader.run.wire import End
 
@@ -31,7 +31,7 @@ class Outcome:
 def from_exception(error: BaseException, timeout: float) -> Outcome:
     """Classify an exception that ended a check in the judge (or the learner's, carried across)."""
     if isinstance(error, MissingFunction):
-        return Outcome("error", str(error), rewordable=False)
+        return Outcome("error", str(error), rewordable=isinstance(error, NoFunction))
     if isinstance(error, NotImplementedError):  # the template's, or a check's "not answered yet"
         todo = _TODO_IN_MESSAGE.match(str(error))
         if todo is None:
