@@ -7,7 +7,7 @@ trip with a tensor each way) and ended, of each kind below, and as many bare for
 this process (torch imported, nothing else done). Reports the medians per check and their ratios.
 
 - sandboxed, in a cgroup: what `kata grade` pays per check (as root, where cgroups can be made):
-  a fork of the warm process, pid 1 of a pid namespace of its own, mount, IPC and user namespaces,
+  a fork of the file's box (itself a fork of the warm process, put in the file's cgroup once), pid 1 of a pid namespace of its own, mount, IPC and user namespaces,
   three fresh tmpfs and a /proc of its own, the staged folder copied in, every privilege dropped,
   the seccomp filter, then moved into the file's cgroup before it loads anything;
 - sandboxed: the same without the cgroup (`kata check` as a learner, not root);
@@ -48,12 +48,14 @@ def bare_fork() -> None:
 
 
 def contestant_of(arena: Arena, source: str, values: torch.Tensor, cgroup=None):
-    """One check's contestant: spawned, loaded, called once, ended."""
+    """One check's contestant: spawned by a box of the file (forked once, in `cgroup` if given),
+    loaded, called once, ended."""
     staged, work = arena.stage()
     (staged / "kl_estimators.py").write_text(source, encoding="utf-8")
+    box = arena.zygote.box(cgroup)
 
     def contestant() -> None:
-        learner = arena.zygote.spawn({"work": work, "size_mb": 64}, 10.0, limits=LIMITS, cgroup=cgroup)
+        learner = box.spawn({"work": work, "size_mb": 64}, 10.0, limits=LIMITS)
         learner.load(source, "kl_estimators.py")
         learner.call("k3_kl", values, values)
         learner.close()

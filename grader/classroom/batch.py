@@ -2,9 +2,14 @@
 
 Read: SUBMISSIONS/<student>/<slug>.py, any number of katas per student; the folder's other files
 travel with it (a helper module it imports). Written: OUT/results/<student>/<slug>.json, one per
-graded file, atomically, the moment it is graded. A rerun reuses a result whose digest is
-unchanged: the file, its folder's other files, the kata (checks, reference, misconceptions), the
-grader's own source and the limits. `force` regrades everything.
+graded file, atomically, the moment it is graded. A rerun reuses a result whose digest (the rerun
+key) is unchanged: every file a contestant can read of the student's folder (exactly what staging
+copies, grader.run.staging.staged_names: the kata file, helpers, files named after other katas),
+the kata (checks, reference, misconceptions), the grader's own source and the Settings (each can
+change whether a check passes). `force` regrades everything. The language, the scoring and the
+points are not in the key: a record holds each failed check's message in every language
+(CheckResult.messages), and the grade sheet and feedback are rendered from the records, so a change
+of --lang, --scoring or --points grades nothing again.
 
 One file (`grade_file`, in a worker of grader.classroom.workers): the worker forks a judge that
 runs, in-process, the same pytest run `kata check` starts (grader.run.grading.pytest_arguments),
@@ -39,18 +44,22 @@ from grader.content import catalogue
 from grader.report.inert import inert
 from grader.report.results import STATUSES, GradeResult
 from grader.run import containment
-from grader.run.staging import folder_files
+from grader.run.staging import folder_files, staged_names
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: every failed check's message in every language; siblings in the rerun key
+JUDGE_LANGUAGE = "en"  # the judge's own language; the records hold every language's messages anyway
 
 
 @dataclass(frozen=True)
 class Settings:
+    """How a file is graded. Each field can change whether a check passes, so all of them are in
+    the rerun key (digest hashes this object's repr); what only changes how a result is shown
+    (the language, the scoring, the points) does not belong here."""
+
     timeout: float = DEFAULT_TIMEOUT  # seconds per check
     memory_mb: int = DEFAULT_MEMORY_MB  # memory each check may add
     max_tasks: int = containment.MAX_TASKS  # processes and threads one file's grading may hold
     sandboxed: bool = True  # contestants run in the OS sandbox (grader.run.sandbox); False: --no-sandbox
-    lang: str = "en"  # the language of the checks' messages
 
     @property
     def run_limit(self) -> float:
@@ -127,15 +136,28 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
 
 
 def digest(folder: Path, slug: str, settings: Settings, files: list[str]) -> str:
-    """What a result depends on: this kata file, the folder's other files, the kata, the grader, the limits."""
-    katas = {f"{kata.slug}.py" for kata in catalogue.all_katas()}
+    """The rerun key: what a result depends on. The kata, the grader, the settings, and every file
+    staged for this kata file (staging.staged_names of `files`, the folder's folder_files): the
+    kata file, and every other, named after a kata or not, since a contestant can import any.
+
+    Each file is its name as bytes (a name need not be UTF-8) and its content, each with its
+    length first, so that no two folders hash alike; a file that cannot be read is hashed as
+    absent, as staging leaves it out (the kata file must be readable).
+    """
+    kata_file = f"{slug}.py"
     kata = catalogue.get_kata(slug)
     hasher = hashlib.sha256(f"{RECORD_VERSION} {slug} {source_digest()} {kata.digest} {settings}".encode())
-    hasher.update((folder / f"{slug}.py").read_bytes())
-    for name in files:
-        if name not in katas:
-            hasher.update(b"\0" + os.fsencode(name) + b"\0")  # any bytes: a name need not be UTF-8
-            hasher.update((folder / name).read_bytes())
+    for name in staged_names(kata_file, files):
+        encoded = os.fsencode(name)
+        hasher.update(len(encoded).to_bytes(8, "big") + encoded)
+        try:
+            content = (folder / name).read_bytes()
+        except OSError:
+            if name == kata_file:
+                raise
+            hasher.update(b"\0")
+            continue
+        hasher.update(b"\1" + len(content).to_bytes(8, "big") + content)
     return hasher.hexdigest()
 
 
@@ -238,7 +260,7 @@ class warm_workers:  # noqa: N801  (used as `with warm_workers(...) as pool`)
     def __init__(self, count: int, settings: Settings, slugs: set[str]):
         imports = sorted({line for slug in slugs for line in catalogue.get_kata(slug).warm_imports})
         self.folder = tempfile.TemporaryDirectory(prefix="kata-grade-")
-        self.pool = Workers(count, settings.sandboxed, settings.lang, imports, Path(self.folder.name))
+        self.pool = Workers(count, settings.sandboxed, JUDGE_LANGUAGE, imports, Path(self.folder.name))
 
     def __enter__(self) -> Workers:
         return self.pool
@@ -259,10 +281,13 @@ def grade_file(job: Job, arena) -> dict:
     A grading that gave no result, or a check that crashed, is the file's doing only if this worker
     then grades the control file (the kata's reference) with every check passing; if it cannot, the
     grader failed, and the record is an error (error_record), never a grade.
+
+    Its record is shown later in any language (the rerun key holds none): the judge gives every
+    failed check's message in every language.
     """
     start = time.perf_counter()
     try:
-        result, reason, peak_kb = _judge(job.slug, job.folder / f"{job.slug}.py", job.settings, arena)
+        result, reason, peak_kb = _judge(job.slug, job.folder / f"{job.slug}.py", job.settings, arena, True)
     except Exception as error:  # the grader's own failure, or one the file caused: the control tells
         result, reason, peak_kb = None, f"grading stopped on {type(error).__name__}: {error}", 0
     seconds = time.perf_counter() - start
@@ -290,9 +315,12 @@ def _crash_reason(result: GradeResult) -> str:
     return f"{crashed.name}: {crashed.message.splitlines()[0] if crashed.message else 'crashed'}"
 
 
-def _judge(slug: str, target: str | Path, settings: Settings, arena) -> tuple[GradeResult | None, str, int]:
+def _judge(
+    slug: str, target: str | Path, settings: Settings, arena, every_language: bool = False
+) -> tuple[GradeResult | None, str, int]:
     """Grade `target` (a student's file, or a built-in target) with a judge forked in a scratch
-    folder of its own, in the worker's run folder.
+    folder of its own, in the worker's run folder; its messages in JUDGE_LANGUAGE, and with
+    `every_language` each failed check's in every language too (grader.judging.session).
 
     Returns the run's result (None when it gave none), why it gave none, and the judge's peak memory in KiB.
     """
@@ -303,7 +331,9 @@ def _judge(slug: str, target: str | Path, settings: Settings, arena) -> tuple[Gr
         report = Path(scratch) / f"{secrets.token_hex(16)}.json"
         log = Path(scratch) / "pytest.log"
         kata = catalogue.get_kata(slug)
-        arguments = pytest_arguments(kata, target, settings.timeout, report, settings.limits, lang=settings.lang)
+        arguments = pytest_arguments(
+            kata, target, settings.timeout, report, settings.limits, lang=JUDGE_LANGUAGE, every_language=every_language
+        )
         ending, peak_kb = _run_boxed(arguments, Path(scratch), log, settings, arena)
         result = _read_report(report, slug)
         reason = "" if result else ending or f"the grading run ended without a result: {last_line(log)}"

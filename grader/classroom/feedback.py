@@ -4,7 +4,8 @@
     OUT/feedback/<student>/<slug>.md    the same, in a Markdown code block under a title
 
 The report names the mistake, where it lies, the failing checks with their call, expected and got
-values, and the next step, in the language asked for; it never holds reference code. A file whose
+values, and the next step, in the language asked for (the record holds the checks' messages in
+every language: GradeResult.in_language); it never holds reference code. A file whose
 grading gave no checks (it crashed or hung while loading, was refused), one that ran out of time
 or crashed alike in every check, and one not handed in get one line saying so. <student> is the display name, cut and hashed if very long (names.file_name).
 """
@@ -32,7 +33,7 @@ def feedback_text(slug: str, record: dict | None, lang: str) -> str:
     """The plain-text feedback on one student's file for kata `slug` (None: not handed in)."""
     if record is None:
         return MISSING.get(lang, MISSING["en"]).format(slug=slug) + "\n"
-    result = GradeResult.from_json(record["grade"])
+    result = GradeResult.from_json(record["grade"]).in_language(lang)
     if not result.checks:
         why = " ".join((result.load_error or "no result").split())
         return NOT_GRADED.get(lang, NOT_GRADED["en"]).format(slug=slug, why=why) + "\n"

@@ -141,7 +141,7 @@ def grade_submission(submission: Path, slugs: list[str], scoring: str, visibilit
     from grader.run import sandbox
 
     why = sandbox.problem()
-    settings = batch.Settings(sandboxed=why is None, lang=lang)
+    settings = batch.Settings(sandboxed=why is None)
     with tempfile.TemporaryDirectory(prefix="kata-gradescope-") as scratch:
         folder = Path(scratch) / "class"
         folder.mkdir()
@@ -152,7 +152,7 @@ def grade_submission(submission: Path, slugs: list[str], scoring: str, visibilit
         roster = batch.discover(folder, slugs, settings)
         roster.katas = list(slugs)
         run = batch.run_batch(roster, Path(scratch) / "out", workers=1)
-    sheet = gradesheet.build_sheet(roster, run.records, scoring)
+    sheet = gradesheet.build_sheet(roster, run.records, scoring, lang=lang)
     failures = gradesheet.errors(sheet)
     if failures:
         files = ", ".join(f"{slug}.py" for _, slug, _ in failures)

@@ -91,13 +91,14 @@ def earned_points(result: GradeResult, weights: dict[str, int]) -> dict[str, int
 
 
 def build_sheet(
-    roster, records: dict[tuple[str, str], dict], scoring: str = "todos", points: dict | None = None
+    roster, records: dict[tuple[str, str], dict], scoring: str = "todos", points: dict | None = None, lang: str = "en"
 ) -> dict:
     """{katas, scoring, points, students: {student: {slug: entry}}, strays, ignored}: every check of every file.
 
     An entry's "points" is earned_points ({key: points}), "max" their sum at full marks; its
     "score" is points / max with scoring "todos", the fraction of checks passed with "checks".
-    `points`: the --points overrides, {slug: {key: points}}.
+    `points`: the --points overrides, {slug: {key: points}}. The checks' messages and the load
+    errors are those in `lang` (GradeResult.in_language: a record holds every language's).
     """
     weights = {slug: kata_points(slug, (points or {}).get(slug)) for slug in roster.katas}
     students = {}
@@ -105,7 +106,7 @@ def build_sheet(
         row = {}
         for slug in roster.katas:
             record = records.get((student, slug))
-            row[slug] = _entry(record, weights[slug], scoring) if record else _missing(weights[slug])
+            row[slug] = _entry(record, weights[slug], scoring, lang) if record else _missing(weights[slug])
             if record and "error" in record:
                 row[slug] = _missing(weights[slug]) | {"status": "error", "error": record["error"]}
         students[student] = row
@@ -129,8 +130,8 @@ def _missing(weights: dict[str, int]) -> dict:
     }
 
 
-def _entry(record: dict, weights: dict[str, int], scoring: str) -> dict:
-    result = GradeResult.from_json(record["grade"])
+def _entry(record: dict, weights: dict[str, int], scoring: str, lang: str) -> dict:
+    result = GradeResult.from_json(record["grade"]).in_language(lang)
     earned, top = earned_points(result, weights), sum(weights.values())
     fraction = round(sum(earned.values()) / top, 4) if top else 0.0
     return {

@@ -74,8 +74,9 @@ def grade(
     (Ctrl-C stops a run: exit 130; 143 after SIGTERM). Writes OUT/grades.csv,
     OUT/grades.json, OUT/junit/STUDENT.xml and OUT/feedback/STUDENT/KATA.txt
     (and .md): the report each student would get from `kata check`, and
-    OUT/report.html, the class at a glance. Scores (--scoring, --points)
-    come from the saved results: changing them grades nothing again.
+    OUT/report.html, the class at a glance. Scores (--scoring, --points) and
+    the language (--lang) come from the saved results: changing them grades
+    nothing again. Exit 3: the grader failed on some file (not a grade).
     """
     from grader.classroom import batch, feedback, gradesheet, report_html
     from grader.classroom.names import display_name
@@ -98,7 +99,7 @@ def grade(
     if why:
         errors.print(phrase(lang, "grade_no_sandbox", why=why), style="error", markup=False)
         return 1
-    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox, lang=lang)
+    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox)
     try:
         roster = batch.discover(submissions, slugs, settings, exclude=(out,))
     except batch.BatchError as error:
@@ -124,7 +125,7 @@ def grade(
     except KeyboardInterrupt as stop:  # SIGINT or SIGTERM: every worker has ended, the results stay
         errors.print(phrase(lang, "grade_interrupted", n=len(graded)), style="warning", markup=False)
         return exit_status(stop)
-    sheet = gradesheet.build_sheet(roster, run.records, scoring, points)
+    sheet = gradesheet.build_sheet(roster, run.records, scoring, points, lang)
     gradesheet.write_sheet(sheet, out)
     report_html.write_report(sheet, out, lang)
     feedback.write_feedback(out, roster.students, roster.katas, run.records, lang)

@@ -12,10 +12,14 @@ Checks and the grader's comparisons write each message in both languages side by
 and a grading run keeps the one in its language (`set_message_language`, from the judge's
 --kata-lang). A run's messages are all in one language, its misconception fingerprints too
 (grader.judging.fingerprints keeps one file per language), so a learner's failure is compared
-with the variants' in the language it was written in.
+with the variants' in the language it was written in. A run whose result is stored and shown
+later in either language (`kata grade`, --kata-every-language) writes each failed check's message
+in the other languages too (grader.judging.session): `in_each` where the message is built from data,
+else by running the check once more in that language.
 """
 
 import os
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 
 from grader.content.interface import PHRASES as COMMANDS
@@ -139,6 +143,17 @@ def speaking(lang: str):
 
 def message_language() -> str:
     return _MESSAGE_LANGUAGE[0]
+
+
+def in_each(languages: Iterable[str], word: Callable[[], str]) -> dict[str, str]:
+    """{lang: word()} for each of `languages`, with messages (`say`, `phrase` of message_language())
+    written in that language while `word` runs: a message built from data (how a check ended, why
+    a file did not load) in every language at once, without running anything again."""
+    words = {}
+    for lang in languages:
+        with speaking(lang):
+            words[lang] = word()
+    return words
 
 
 def say(en: str, zh: str) -> str:

@@ -10,12 +10,14 @@ per check forked from a box into a world of its own (grader.run.contestant).
 A box never runs learner code; no contestant can reach its box or another (each is pid 1 of a pid
 namespace of its own, with no privileges). A learner contestant's world holds a fresh copy of the
 student's folder as staged for this file, never what an earlier contestant left; a variant's world
-is empty. The staged copy, the boxes and the file's own cgroup go with `close()`.
+is empty. A contestant words what it says (its refusals) in the judge's message language when
+it was spawned. The staged copy, the boxes and the file's own cgroup go with `close()`.
 """
 
 import shutil
 from pathlib import Path
 
+from grader.content.i18n import message_language
 from grader.run import containment, staging
 from grader.run.arena import Arena
 from grader.run.judge import Contestant, Zygote
@@ -53,14 +55,13 @@ class Boxes:
             if self.file_box is None or not self.file_box.alive:
                 self.file_box = self.box()
             box = self.file_box
-        world = {"work": self.work, "size_mb": FILE_SIZE_MB}
+        world = {"work": self.work, "size_mb": FILE_SIZE_MB, "lang": message_language()}
         return self._load(box.spawn(world, seconds, hung, self.limits), source, self.name or label)
 
     def trusted(self, source: str, label: str, seconds: float, box: Zygote) -> Contestant:
         """A contestant of the grader's own code (a misconception variant), in an empty world."""
-        return self._load(
-            box.spawn({"work": None, "size_mb": FILE_SIZE_MB}, seconds, set(), self.limits), source, label
-        )
+        world = {"work": None, "size_mb": FILE_SIZE_MB, "lang": message_language()}
+        return self._load(box.spawn(world, seconds, set(), self.limits), source, label)
 
     def _load(self, contestant: Contestant, source: str, name: str) -> Contestant:
         contestant.load(source, name)

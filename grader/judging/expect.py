@@ -38,6 +38,18 @@ class MissingFunction(CheckFailed):
     """The module under test lacks a function the checks call."""
 
 
+class NoFunction(MissingFunction):
+    """The module under test has no function `name`: worded when shown, in the message language
+    then (grader.judging.outcomes words it again in every language without running the check)."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return _no_function(self.name)
+
+
 def fmt(value) -> str:
     """Short, stable text for a value: small tensors in full (4 significant digits), big ones by shape."""
     if isinstance(value, torch.Tensor):
@@ -101,7 +113,7 @@ class Expect:
         try:
             result, after = self.learner.call_and_inputs(name, *args, **kwargs)
         except MissingName:
-            raise MissingFunction(_no_function(name)) from None
+            raise NoFunction(name) from None
         except Refused as refusal:
             raise CheckFailed(f"{self.describe(name, args, kwargs)}\n  {refusal}") from None
         tensors = [value for value in [*args, *kwargs.values()] if isinstance(value, torch.Tensor)]
@@ -187,7 +199,7 @@ class Expect:
         try:
             answer = self.learner.backward(name, positional, keywords, _path(pick), cotangent)
         except MissingName:
-            raise MissingFunction(_no_function(name)) from None
+            raise NoFunction(name) from None
         except Refused as refusal:
             raise CheckFailed(f"{self.describe(name, args, kwargs)}\n  {refusal}") from None
         output, grads = answer["output"], answer["grads"]

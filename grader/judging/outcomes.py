@@ -2,13 +2,18 @@
 
 Statuses: passed, failed (the code ran and was wrong, or a TODO is not written yet), error (the
 code raised, was missing, could not load, crashed or exited), timeout (it ran out of time).
+
+Most explanations are worded here from what the exception carries (how a contestant ended, the
+learner's exception and line, a TODO not written yet): `from_exception` words them again in any
+language (grader.content.i18n.in_each). Those a check wrote itself (an assertion's text, an
+exception raised by the check's own code) are not: `Outcome.rewordable` says which.
 """
 
 import re
 from dataclasses import dataclass
 
 from grader.content.i18n import message_language, phrase, say
-from grader.judging.expect import CheckFailed, MissingFunction
+from grader.judging.expect import CheckFailed, MissingFunction, NoFunction
 from grader.run.judge import Ending, KnownHang, LearnerRaised, Stopped, where_text
 from grader.run.wire import End
 
@@ -20,12 +25,13 @@ class Outcome:
     status: str
     message: str = ""
     unwritten: int | None = None  # the TODO that still raises the template's NotImplementedError
+    rewordable: bool = True  # from_exception words `message` from the exception's data (False: the check wrote it)
 
 
 def from_exception(error: BaseException, timeout: float) -> Outcome:
     """Classify an exception that ended a check in the judge (or the learner's, carried across)."""
     if isinstance(error, MissingFunction):
-        return Outcome("error", str(error))
+        return Outcome("error", str(error), rewordable=isinstance(error, NoFunction))
     if isinstance(error, NotImplementedError):  # the template's, or a check's "not answered yet"
         todo = _TODO_IN_MESSAGE.match(str(error))
         if todo is None:
@@ -39,9 +45,9 @@ def from_exception(error: BaseException, timeout: float) -> Outcome:
         number = int(todo.group(1))
         return Outcome("failed", phrase(message_language(), "not_implemented", todo=number), unwritten=number)
     if isinstance(error, AssertionError | CheckFailed):
-        return Outcome(
-            "failed", str(error) or say("an expectation of this check does not hold", "这项检查的某个预期不成立")
-        )
+        if str(error):
+            return Outcome("failed", str(error), rewordable=False)
+        return Outcome("failed", say("an expectation of this check does not hold", "这项检查的某个预期不成立"))
     if isinstance(error, KnownHang):
         return Outcome(
             "timeout",
@@ -54,7 +60,7 @@ def from_exception(error: BaseException, timeout: float) -> Outcome:
         return from_ending(error.ending, timeout)
     if isinstance(error, LearnerRaised):
         return _raised(error.type_name, str(error), error.where, error.exit_code)
-    return Outcome("error", f"{type(error).__name__}: {error}")
+    return Outcome("error", f"{type(error).__name__}: {error}", rewordable=False)
 
 
 def _raised(kind: str, message: str, where: str, exit_code) -> Outcome:

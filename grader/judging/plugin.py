@@ -46,6 +46,7 @@ HELP_MEMORY = "memory each check's process may add, in MB (default: no limit)"
 HELP_PROCESSES = "processes each check may start, when not run as root (default: no limit)"
 HELP_SANDBOX = "run the file's code in the OS sandbox: auto (where it works), on (or refuse), off"
 HELP_LANG = "the language of the checks' messages (default en)"
+HELP_EVERY = "give each failed check's message in every language too (a stored result, shown later in any)"
 HELP_FINGERPRINTS = "remember in folder PATH how each misconception variant fails each check (naming is faster)"
 HELP_AGAINST = f"take expected values from trl (TRL {TRL_VERSION}'s own code) where it has the function"
 
@@ -64,6 +65,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-sandbox", choices=sandbox.CHOICES, default="auto", help=HELP_SANDBOX)
     group.addoption("--kata-fingerprints", metavar="PATH", help=HELP_FINGERPRINTS)
     group.addoption("--kata-lang", choices=tuple(PHRASES), default="en", help=HELP_LANG)
+    group.addoption("--kata-every-language", action="store_true", help=HELP_EVERY)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -116,7 +118,8 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[OWNED] = arena
         from grader.judging import session
 
-        config.stash[SESSION] = session.KataSession(kata, target, timeout, arena, limits, against)
+        every_language = config.getoption("kata_every_language")
+        config.stash[SESSION] = session.KataSession(kata, target, timeout, arena, limits, against, every_language)
     except (UnknownKata, TargetError, AgainstError, TrlUnavailable, sandbox.Unavailable) as error:
         raise pytest.UsageError(str(error)) from None
     if config.args_source != pytest.Config.ArgsSource.ARGS:

@@ -12,6 +12,14 @@ The session ties the jobs together:
   same way (grader.judging.naming);
 - `locate()`, after the file's own checks, grades hybrids of the file and the reference to find
   the TODOs that hold its mistake (grader.judging.locating); only whether each passes is kept.
+
+With `every_language` (`kata grade`: a stored result, shown later in any language) each failed
+check's message, and the load error, is also given in every other language (CheckResult.messages,
+GradeResult.load_errors). One worded from data (grader.judging.outcomes: a timeout, a crash, the
+learner's exception, a TODO not written, a load error) is worded again in each; one the check wrote
+itself comes from running the check once more with that message language, on the file, in a fresh
+contestant: only its message is kept, and only when it ends as the first run did (else the first
+message stands for it too). Naming, fingerprints, outputs and the verdict are the first run's.
 """
 
 import time
@@ -23,28 +31,30 @@ from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
 from grader.content.catalogue import Kata
-from grader.content.i18n import message_language, say
+from grader.content.i18n import PHRASES, in_each, message_language, say, speaking
 from grader.judging import outcomes
 from grader.judging.boxes import Boxes
 from grader.judging.expect import MissingFunction
 from grader.judging.fingerprints import Fingerprints, fingerprint
-from grader.judging.items import is_whole, titles, todo_of
+from grader.judging.items import is_whole, run_check, titles, todo_of
 from grader.judging.locating import Locator, default_parallel
 from grader.judging.naming import Naming
 from grader.judging.targets import load_module, target_source
 from grader.report.results import CheckResult, GradeResult, Location
 from grader.run.arena import Arena
-from grader.run.judge import Contestant, Stopped
+from grader.run.judge import Contestant, KnownHang, Stopped
 from grader.run.limits import NO_LIMITS, Limits
 
 OUTCOME_KEY = "kata_outcome"
 FINGERPRINT_SHARE = 0.7  # re-running a failed check on the variants stops at this share of its time limit
+REWORD_SLACK, REWORD_FLOOR = 2.0, 1.0  # a check run again for its message: 2x its first run + 1 s, at most
 
 
 class KataSession:
     def __init__(self, kata: Kata, spec: str | Path, timeout: float, arena: Arena, limits: Limits = NO_LIMITS,
-                 against: str | None = None):  # fmt: skip
-        """`arena`: the warm process and what goes with it (grader.run.arena)."""
+                 against: str | None = None, every_language: bool = False):  # fmt: skip
+        """`arena`: the warm process and what goes with it (grader.run.arena); `every_language`:
+        failed checks' messages in every language (see the module docstring)."""
         torch.set_num_threads(1)  # the checks' tensors are tiny; idle OpenMP threads would spin on the CPU
         self.kata = kata
         self.spec = spec
@@ -64,7 +74,11 @@ class KataSession:
         # grading a built-in variant runs each check on it: its outcomes are its fingerprints
         variant = isinstance(spec, str) and spec.startswith("misconception:")
         self.own_variant = spec.removeprefix("misconception:") if variant else None
+        own = message_language()
+        self.other_languages = tuple(lang for lang in PHRASES if lang != own) if every_language else ()
         self.load_error: str | None = None
+        self.load_errors: dict[str, str] = {}  # the load error in every language (with every_language)
+        self.check_started = 0.0  # when the running check started (time.monotonic)
         self.results: list[CheckResult] = []
         self.ran: list[tuple[pytest.Item, bool]] = []  # each check run, and whether it passed
         self.location: Location | None = None
@@ -97,35 +111,57 @@ class KataSession:
     def probe(self) -> None:
         """Load the module under test once; remember why it failed, if it did. A contestant that
         loaded is kept for the first check (it is as fresh as any: nothing else ran in it)."""
+        word = None  # words why it did not load, in the message language
         try:
             contestant = self.boxes.learner(self.source, self.label, self.timeout, self.hung)
         except Stopped as stopped:
-            outcome = outcomes.from_ending(stopped.ending, self.timeout)
-            self.load_error = say("while loading the file, ", "加载文件时，") + outcome.message
-            output = stopped.ending.output.strip()
+            ending = stopped.ending
+            word = lambda: (
+                say("while loading the file, ", "加载文件时，") + outcomes.from_ending(ending, self.timeout).message
+            )
+            output = ending.output.strip()
         else:
             if contestant.load_error:
                 contestant.close()
-                self.load_error = outcomes.import_failure(contestant.load_error)
+                raised = contestant.load_error
+                word = lambda: outcomes.import_failure(raised)
             else:
                 self.spare = contestant
             output = contestant.output.strip()
-        if self.load_error and output:
-            self.load_error += f"\n{output[-800:]}"
+        if word is not None:
+            tail = f"\n{output[-800:]}" if output else ""
+            self.load_error = word() + tail
+            self.load_errors = {lang: text + tail for lang, text in self.in_every_language(word).items()}
+
+    def in_every_language(self, word) -> dict[str, str]:
+        """{lang: word()} in this run's language and every other (grader.content.i18n.in_each),
+        when the run gives every language; {} otherwise."""
+        return in_each((message_language(), *self.other_languages), word) if self.other_languages else {}
+
+    def _not_loaded(self) -> str:
+        """A check's message when the file did not load, in the message language."""
+        why = self.load_errors.get(message_language(), self.load_error)
+        return say(f"your file could not be loaded: {why}", f"无法加载你的文件：{why}")
 
     # -- one check --------------------------------------------------------------------------------
     def run(self, item: pytest.Item) -> list[TestReport]:
         """Run one check (learner calls cross to contestants); return its reports and record its result."""
         if self.load_error:
-            message = say(f"your file could not be loaded: {self.load_error}", f"无法加载你的文件：{self.load_error}")
-            annotation = {"status": "error", "message": message}
+            annotation = {
+                "status": "error",
+                "message": self._not_loaded(),
+                "messages": self.in_every_language(self._not_loaded),
+            }
             reports = [_failed_report(item, annotation["message"])]
         else:
-            self.fingerprint_deadline = time.monotonic() + FINGERPRINT_SHARE * self.timeout
+            self.check_started = time.monotonic()
+            self.fingerprint_deadline = self.check_started + FINGERPRINT_SHARE * self.timeout
             if self.against:
                 self.reference.trl_calls = 0
             reports = runtestprotocol(item, log=False)
             annotation = next((dict(r.user_properties)[OUTCOME_KEY] for r in reports if r.failed), None)
+            if annotation is not None and "messages" not in annotation:  # the check wrote it: run it again
+                annotation["messages"] = self._run_again(item, annotation)
         passed = annotation is None
         self.ran.append((item, passed))
         if passed and self.own_variant:
@@ -140,6 +176,7 @@ class KataSession:
                 todo=todo_of(item),
                 status="passed" if passed else annotation["status"],
                 message="" if passed else annotation["message"],
+                messages={} if passed else annotation["messages"],
                 output="" if passed else output,
                 matches=[] if passed else annotation.get("matches", []),
                 expected_from=self.expected_from.pop(item.nodeid, "reference"),
@@ -148,6 +185,35 @@ class KataSession:
             )
         )
         return reports
+
+    def _run_again(self, item: pytest.Item, first: dict) -> dict[str, str]:
+        """The failed check's message in every language, by running it again in each other one
+        (see the module docstring); {} when the run gives one language only."""
+        if not self.other_languages:
+            return {}
+        messages = {message_language(): first["message"]}
+        seconds = min(self.timeout, REWORD_SLACK * first["seconds"] + REWORD_FLOOR)
+        for lang in self.other_languages:
+            with speaking(lang):
+                again = self._check_again(item, seconds)
+            messages[lang] = again.message if again.status == first["status"] else first["message"]
+        return messages
+
+    def _check_again(self, item: pytest.Item, seconds: float) -> outcomes.Outcome:
+        """How `item` ends when run once more on the file, outside pytest, in a fresh contestant
+        that has `seconds`; it changes nothing this run keeps (the functions known to hang included)."""
+        contestant = None
+        try:
+            contestant = self.boxes.learner(self.source, self.label, seconds, set(self.hung))
+            if contestant.load_error:
+                return outcomes.Outcome("error")
+            run_check(item, contestant, self.reference)
+        except (Exception, Stopped, KnownHang, pytest.fail.Exception) as error:
+            return outcomes.from_exception(error, self.timeout)
+        finally:
+            if contestant is not None:
+                contestant.close()
+        return outcomes.Outcome("passed")
 
     def finished(self, item: pytest.Item, contestant: Contestant) -> None:
         """The check's contestant is done: end it and keep what it printed."""
@@ -159,13 +225,14 @@ class KataSession:
     def result(self) -> GradeResult:
         result = GradeResult(
             self.kata.slug, str(self.spec), self.results, self.load_error, self.against, self.boxes.sandboxed,
-            self.location, seccomp=self.boxes.seccomp is True,
+            self.location, seccomp=self.boxes.seccomp is True, load_errors=self.load_errors,
         )  # fmt: skip
         result.settle_misconceptions()
         return result
 
     def annotate(self, item: pytest.Item, error: BaseException, report: TestReport) -> None:
         """Classify a failure; name the misconceptions that fail the check the same way."""
+        seconds = time.monotonic() - self.check_started  # the check's own run, before naming's
         outcome = outcomes.from_exception(error, self.timeout)
         matches = []
         if report.when == "call" and _fingerprintable(error):
@@ -178,7 +245,12 @@ class KataSession:
             "message": outcome.message,
             "matches": matches,
             "unwritten": outcome.unwritten,
+            "seconds": seconds,
         }
+        if outcome.rewordable:  # else run() runs the check again for the other languages
+            annotation["messages"] = self.in_every_language(
+                lambda: outcomes.from_exception(error, self.timeout).message
+            )
         report.user_properties.append((OUTCOME_KEY, annotation))
         report.longrepr = outcome.message
 

@@ -3,10 +3,14 @@ the CLI (which reads it, reports it and records progress). No torch here.
 
 What the file's code controls (a check's message and output, the load error, the target) is made
 inert (grader.report.inert) when a result is built, by the judge or from JSON: every output reads it so.
+
+A result stored to be shown later in any language (`kata grade`'s records) holds each failed
+check's message and the load error in every language (`messages`, `load_errors`, {lang: text});
+`in_language(lang)` is the result as shown in one, what every report and file reads.
 """
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from grader.report.inert import inert
 
@@ -28,10 +32,12 @@ class CheckResult:
     expected_from: str = "reference"  # what gave the expected values: "reference", or "trl" (--against trl)
     whole: bool = False  # a value check of the whole function (todo None without it: the input contract)
     unwritten: int | None = None  # the TODO still raising the template's NotImplementedError in this check
+    messages: dict[str, str] = field(default_factory=dict)  # {lang: message} in every language, or {} (one run's)
 
     def __post_init__(self):
         """Make inert what the learner's code wrote: the message (its exceptions, reprs of its values), the output."""
         self.message, self.output = inert(self.message), inert(self.output)
+        self.messages = {lang: inert(text) for lang, text in self.messages.items()}
 
     def title_in(self, lang: str) -> str:
         return self.title_zh if lang == "zh" and self.title_zh else self.title
@@ -65,11 +71,20 @@ class GradeResult:
     sandboxed: bool = False  # whether the file's code ran inside the OS sandbox (grader.run.sandbox)
     location: Location | None = None  # where a failing file differs from the reference; None if it passes
     seccomp: bool = False  # whether every contestant ran under the seccomp filter (grader.run.privileges)
+    load_errors: dict[str, str] = field(default_factory=dict)  # {lang: load error} in every language, or {}
 
     def __post_init__(self):
         """Make inert the load error (the file's exception and prints) and the target (a path it was given)."""
         self.target = inert(self.target)
         self.load_error = None if self.load_error is None else inert(self.load_error)
+        self.load_errors = {lang: inert(text) for lang, text in self.load_errors.items()}
+
+    def in_language(self, lang: str) -> "GradeResult":
+        """A copy whose messages and load error are those in `lang` where the result holds them
+        (else as they are): what a report in `lang` shows of a stored result."""
+        checks = [replace(check, message=check.messages.get(lang, check.message)) for check in self.checks]
+        load_error = self.load_errors.get(lang, self.load_error)
+        return replace(self, checks=checks, load_error=load_error)
 
     @property
     def passed(self) -> int:
@@ -122,6 +137,7 @@ class GradeResult:
             "load_error": self.load_error,
             "diagnosis": self.diagnosis,
             "location": self.location.to_json() if self.location else None,
+            "load_errors": self.load_errors,
             "checks": checks,
             "matches": {check.name: check.matches for check in self.checks if check.matches},
         }
@@ -139,4 +155,5 @@ class GradeResult:
             data.get("sandboxed") is True,
             Location.from_json(data.get("location")),
             data.get("seccomp") is True,
+            dict(data.get("load_errors") or {}),
         )

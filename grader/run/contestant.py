@@ -6,7 +6,7 @@ sandbox, grader.run.sandbox, when MODE is "sandboxed"; "guarded" outside it): it
 judge on the control socket FD. It never runs learner code. Requests (grader.run.wire):
 
     BOX    fds: a control socket -> SPAWNED {pid}; the box says READY on that socket
-    SPAWN  world {work, size_mb[, seccomp]}, memory_mb, processes; fds: the contestant's channel and output
+    SPAWN  world {work, size_mb[, seccomp][, lang]}, memory_mb, processes; fds: the contestant's channel and output
            -> SPAWNED {pid} (or NOT_STARTED {why})
     END    pid, ending (its channel closed: it is on its way out), collect (False: kill it and answer
            at once, collecting it later) -> ENDED {end, detail}
@@ -66,6 +66,7 @@ from types import MappingProxyType
 
 import torch
 
+from grader.content.i18n import set_message_language
 from grader.run import limits, privileges, sandbox, wire
 from grader.run.source import load_module
 from grader.run.warm import GUARDED, SANDBOXED
@@ -256,6 +257,8 @@ def _contestant(channel_fd: int, output_fd: int, world: dict, message: dict, fol
             folder = sandbox.WORK
         os.chdir(folder)
         os.environ.update(HOME=folder, TMPDIR=folder)
+        if world.get("lang"):  # its refusals in the language of the judge that asked for it
+            set_message_language(world["lang"])
         tempfile.tempdir = None
         # in the sandbox a capability left is fatal (it never loads its module); seccomp False: a test's twin
         seccomp = privileges.lock_down(libc, world.get("seccomp", True), required=folder == sandbox.WORK)

@@ -36,9 +36,11 @@ def pytest_arguments(
     limits: Limits = NO_LIMITS,
     against: str | None = None,
     lang: str = "en",
+    every_language: bool = False,
 ) -> list[str]:
     """The arguments of the pytest run that grades `target` and writes its result to `report`, its
-    messages in `lang`."""
+    messages in `lang`; with `every_language`, each failed check's message in every language too
+    (for a result that is stored and shown later in any: `kata grade`)."""
     arguments = [
         str(kata.checks_path),
         "-p",
@@ -74,6 +76,8 @@ def pytest_arguments(
         arguments += ["--kata-processes", str(limits.processes)]
     if against:
         arguments += ["--kata-against", against]
+    if every_language:
+        arguments.append("--kata-every-language")
     return arguments
 
 

@@ -69,11 +69,16 @@ class LearnerRaised(Exception):
     """An exception raised by learner code in the contestant; `type_name` is its class's name."""
 
     type_name = "Exception"
-    where = ""  # ' (line 3 in f: `code`)', in the messages' language
+    place = None  # the contestant's [line, function, code] of the learner's line, if any
     exit_code = None  # SystemExit's code
 
     def __str__(self) -> str:
         return self.args[0] if self.args else ""
+
+    @property
+    def where(self) -> str:
+        """' (line 3 in f: `code`)', worded when asked, in the messages' language at that time."""
+        return where_text(self.place)
 
 
 class MissingName(AttributeError):
@@ -105,7 +110,7 @@ def where_text(where) -> str:
 def to_exception(data: dict) -> LearnerRaised:
     """The judge-side exception for a contestant's RAISED answer."""
     error = raised_class(str(data.get("type")), data.get("builtin") is True)(str(data.get("message", "")))
-    error.where = where_text(data.get("where"))
+    error.place = data.get("where")
     error.exit_code = data.get("exit_code")
     error.syntax = data.get("syntax")
     return error

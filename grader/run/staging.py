@@ -29,11 +29,21 @@ def folder_files(folder: Path) -> list[str]:
     return names
 
 
+def staged_names(kata_file: str, files: list[str]) -> list[str]:
+    """What is staged for `kata_file` (its name in its folder) when the folder brings along `files`
+    (folder_files): the kata file and those files, each once, in order.
+
+    The one definition of what a contestant can read of a student's folder: copy_folder copies
+    it, and the rerun key (grader.classroom.batch.digest) covers it, so the two never disagree.
+    """
+    return sorted({kata_file, *files})
+
+
 def copy_folder(folder: Path, staged: Path, kata_file: str) -> None:
-    """The kata file (its name in `folder`) and what the folder brings along (see folder_files) into
+    """The kata file (its name in `folder`) and what the folder brings along (staged_names) into
     `staged`, readable by the sandbox; a file that vanishes or cannot be read meanwhile (a shared
     folder such as /tmp) is left out, the kata file never."""
-    for name in {kata_file, *folder_files(folder)}:
+    for name in staged_names(kata_file, folder_files(folder)):
         target = staged / name
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
