@@ -291,8 +291,8 @@ def grade_file(job: Job, arena) -> dict:
     except Exception as error:  # the grader's own failure, or one the file caused: the control tells
         result, reason, peak_kb = None, f"grading stopped on {type(error).__name__}: {error}", 0
     seconds = time.perf_counter() - start
-    crashed = result is None or any(check.status == "error" for check in result.checks)
-    if crashed and not control_passes(job.slug, job.settings, arena):
+    crashed = None if result is None else [check.name for check in result.checks if check.status == "error"]
+    if crashed != [] and not control_passes(job.slug, job.settings, arena, crashed):
         return error_record(job, reason or _crash_reason(result), seconds)
     if result is None:
         reason = reason.replace(f"{job.folder}{os.sep}", f"{job.student}{os.sep}")
@@ -300,11 +300,13 @@ def grade_file(job: Job, arena) -> dict:
     return _record(job, result, seconds, peak_kb)
 
 
-def control_passes(slug: str, settings: Settings, arena) -> bool:
+def control_passes(slug: str, settings: Settings, arena, checks: list[str] | None = None) -> bool:
     """Whether this worker grades kata `slug`'s reference with every check passing (never raises):
-    if it cannot, what went wrong with a file's grading was the grader's, not the file's."""
+    if it cannot, what went wrong with a file's grading was the grader's, not the file's.
+    `checks`: the checks that crashed for the file, run again on the reference (the same way);
+    None (the grading gave no result): every check."""
     try:
-        result, _, _ = _judge(slug, "reference", settings, arena)
+        result, _, _ = _judge(slug, "reference", settings, arena, checks=checks)
     except Exception:
         return False
     return result is not None and bool(result.checks) and result.failed == 0
@@ -316,11 +318,12 @@ def _crash_reason(result: GradeResult) -> str:
 
 
 def _judge(
-    slug: str, target: str | Path, settings: Settings, arena, every_language: bool = False
+    slug: str, target: str | Path, settings: Settings, arena, every_language: bool = False, checks=None
 ) -> tuple[GradeResult | None, str, int]:
     """Grade `target` (a student's file, or a built-in target) with a judge forked in a scratch
     folder of its own, in the worker's run folder; its messages in JUDGE_LANGUAGE, and with
     `every_language` each failed check's in every language too (grader.judging.session).
+    `checks`: only these (their names); None: every check.
 
     Returns the run's result (None when it gave none), why it gave none, and the judge's peak memory in KiB.
     """
@@ -332,8 +335,9 @@ def _judge(
         log = Path(scratch) / "pytest.log"
         kata = catalogue.get_kata(slug)
         arguments = pytest_arguments(
-            kata, target, settings.timeout, report, settings.limits, lang=JUDGE_LANGUAGE, every_language=every_language
-        )
+            kata, target, settings.timeout, report, settings.limits,
+            lang=JUDGE_LANGUAGE, every_language=every_language, checks=checks,
+        )  # fmt: skip
         ending, peak_kb = _run_boxed(arguments, Path(scratch), log, settings, arena)
         result = _read_report(report, slug)
         reason = "" if result else ending or f"the grading run ended without a result: {last_line(log)}"

@@ -37,12 +37,15 @@ def pytest_arguments(
     against: str | None = None,
     lang: str = "en",
     every_language: bool = False,
+    checks: list[str] | None = None,
 ) -> list[str]:
     """The arguments of the pytest run that grades `target` and writes its result to `report`, its
     messages in `lang`; with `every_language`, each failed check's message in every language too
-    (for a result that is stored and shown later in any: `kata grade`)."""
+    (for a result that is stored and shown later in any: `kata grade`). `checks`: only these
+    (CheckResult names); None: every check."""
+    where = str(kata.checks_path)
     arguments = [
-        str(kata.checks_path),
+        *([where] if checks is None else [f"{where}::test_{name}" for name in checks]),
         "-p",
         "grader.judging.plugin",
         "-p",
