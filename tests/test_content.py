@@ -10,7 +10,6 @@ import os
 import re
 import tokenize
 import tomllib
-from dataclasses import replace
 
 import pytest
 from chinese_text import code_names, english_words
@@ -55,9 +54,11 @@ def graded(request):
     wanted = list(dict.fromkeys(wanted))
     settings = batch.Settings(timeout=TIMEOUT, sandboxed=sandbox.choose("auto"))
     workers = max(2, os.cpu_count() or 2)
-    # the variants in Chinese (their reports are read for English below), the rest in English
+    # the variants in every language, as `kata grade` stores them, read in Chinese (their reports are
+    # read for English below); the rest in English
     variants = [job for job in wanted if job[1].startswith("misconception:")]
-    chinese = batch.grade_targets(variants, workers, replace(settings, lang="zh"))
+    stored = batch.grade_targets(variants, workers, settings, every_language=True)
+    chinese = {job: result.in_language("zh") for job, result in stored.items()}
     return chinese | batch.grade_targets([job for job in wanted if job not in chinese], workers, settings)
 
 

@@ -404,10 +404,11 @@ def error_record(job: Job, reason: str, seconds: float = 0.0) -> dict:
 
 
 def grade_targets(
-    targets: list[tuple[str, str]], workers: int, settings: Settings
+    targets: list[tuple[str, str]], workers: int, settings: Settings, every_language: bool = False
 ) -> dict[tuple[str, str], GradeResult]:
     """{(slug, target): result} for built-in targets ("reference", "template", "misconception:ID"),
-    graded by warm workers exactly as `grade_file` grades a student's file.
+    graded by warm workers as `grade_file` grades a student's file; with `every_language`, each
+    failed check's message in every language too, as `grade_file` stores them (GradeResult.in_language).
 
     A target whose grading gave no result (or whose worker died) gets a result with no checks and
     the reason as its load error.
@@ -416,7 +417,8 @@ def grade_targets(
         return {}
     results = {}
     with warm_workers(min(workers, len(targets)), settings, {slug for slug, _ in targets}) as pool:
-        for index, outcome in pool.run([(grade_target, (slug, target, settings)) for slug, target in targets]):
+        tasks = [(grade_target, (slug, target, settings, every_language)) for slug, target in targets]
+        for index, outcome in pool.run(tasks):
             slug, target = targets[index]
             if not isinstance(outcome, GradeResult):
                 outcome = GradeResult(slug, target, [], load_error=f"the grader failed: {outcome.reason}")
@@ -424,7 +426,7 @@ def grade_targets(
     return {job: results[job] for job in targets}
 
 
-def grade_target(slug: str, target: str, settings: Settings, arena) -> GradeResult:
+def grade_target(slug: str, target: str, settings: Settings, every_language: bool, arena) -> GradeResult:
     """Grade one built-in target of kata `slug` in a worker, inside a box."""
-    result, reason, _ = _judge(slug, target, settings, arena)
+    result, reason, _ = _judge(slug, target, settings, arena, every_language)
     return result or GradeResult(slug, target, [], load_error=reason)

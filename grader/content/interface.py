@@ -245,7 +245,7 @@ PHRASES = {
         "ignored": "不是学生文件夹，已忽略：{names}",
         "grade_summary": "{students}，{files}：{passed} 个通过，{failed} 个未通过，{missing} 个缺交",
         "grade_errors": "；评分程序在 {n} 个文件上出错（未评分）",
-        "grade_error_file": "kata：评分程序在 {student}/{slug}.py 上出错，不是成绩：{why}",
+        "grade_error_file": "kata：评分程序在 `{student}/{slug}.py` 上出错，不是成绩：{why}",
         "grade_error_hint": "kata：再运行同一命令即可重新评这些文件（退出状态 3）",
         "gs_grader_failed": "评分程序在 {files} 上出错（不是成绩）：{why}；未写入 results.json",
         "n_students": "{n} 名学生",
