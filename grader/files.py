@@ -6,12 +6,16 @@ import os
 from pathlib import Path
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temporary file and a rename: readers see old or new, never half."""
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write `text` (UTF-8, or bytes as they are) to `path` via a temporary file and a rename:
+    readers see old or new, never half."""
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8")
+    mode, encoding = ("wb", None) if isinstance(text, bytes) else ("w", "utf-8")
+    handle = tempfile.NamedTemporaryFile(
+        mode, dir=path.parent, prefix=f".{path.name}.", delete=False, encoding=encoding
+    )
     try:
         with handle:
             handle.write(text)

@@ -60,6 +60,9 @@ class Settings:
     memory_mb: int = DEFAULT_MEMORY_MB  # memory each check may add
     max_tasks: int = containment.MAX_TASKS  # processes and threads one file's grading may hold
     sandboxed: bool = True  # contestants run in the OS sandbox (grader.run.sandbox); False: --no-sandbox
+    values: str = (
+        ""  # `kata pack`: "record:DIR" or "replay:DIR", the expected values' recordings (grader.judging.recorded)
+    )
 
     @property
     def run_limit(self) -> float:
@@ -336,7 +339,7 @@ def _judge(
         kata = catalogue.get_kata(slug)
         arguments = pytest_arguments(
             kata, target, settings.timeout, report, settings.limits,
-            lang=JUDGE_LANGUAGE, every_language=every_language, checks=checks,
+            lang=JUDGE_LANGUAGE, every_language=every_language, checks=checks, values=settings.values or None,
         )  # fmt: skip
         ending, peak_kb = _run_boxed(arguments, Path(scratch), log, settings, arena)
         result = _read_report(report, slug)

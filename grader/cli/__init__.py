@@ -5,7 +5,8 @@ Ctrl-C (SIGINT), 143 after SIGTERM, with everything the command started ended (g
 `list`, `start`, `hint`, `show`, `solution`, `reset` and `drill` (but for its --check) never import torch.
 
 - learner: `kata list`, `start`, `check`, `hint`, `solution`, `reset`, `show`, `quiz`, `watch`;
-- drill: `kata drill`; grade: `kata grade`; gradescope: `kata gradescope`; `kata lab` is gpu_labs.cli's;
+- drill: `kata drill`; grade: `kata grade`; gradescope: `kata gradescope`; pack: `kata pack`; `kata lab` is
+  gpu_labs.cli's (none of these, nor `solution`, in a student pack);
 - options: the SLUG argument and the options the commands share;
 - listing, watch, hints: what `kata list` shows, the loop of `kata watch`, the progressive hints of a TODO;
 - workspace: the learner's state (kata files, progress, backups).
@@ -14,9 +15,9 @@ The consoles they print through are grader.report.console's.
 
 import click
 
-from gpu_labs.cli import lab
-from grader.cli import drill, grade, gradescope, learner
+from grader.cli import learner
 from grader.cli.options import LANG_HELP, LANGUAGES
+from grader.content.catalogue import in_pack
 from grader.content.i18n import command_language, phrase, pick_language
 from grader.report.console import errors
 from grader.run.interrupt import exit_status, interruptible
@@ -41,17 +42,18 @@ for command in (
     learner.start,
     learner.check,
     learner.hint,
-    learner.solution,
     learner.reset,
     learner.show,
     learner.quiz,
     learner.watch,
-    drill.drill,
-    grade.grade,
-    gradescope.gradescope,
-    lab,  # `kata lab ...` (gpu_labs/cli.py)
 ):
     cli.add_command(command)
+if not in_pack():  # a student pack (grader.pack) has no reference: no solution, drill, grading or labs
+    from gpu_labs.cli import lab
+    from grader.cli import drill, grade, gradescope, pack
+
+    for command in (learner.solution, drill.drill, grade.grade, gradescope.gradescope, pack.pack, lab):
+        cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> int:

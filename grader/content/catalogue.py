@@ -10,6 +10,12 @@ Per kata folder:
 
 A kata that includes another kata's reference inherits that kata's TODOs and misconceptions.
 Reading the catalogue never imports torch.
+
+In a student pack (`kata pack`, grader.pack) there is no reference: each kata folder holds a
+pack.json instead (`Kata.packed`: the exercise in each language, what the reference includes and
+imports, the digest, the public and instructor-only checks, a quiz's answers), the recorded
+expected values (recorded.bin) and the variants' fingerprints (fingerprints.json), and its
+misconceptions.toml has neither `find` nor `replace`. `in_pack()` says which this is.
 """
 
 import ast
@@ -30,6 +36,16 @@ POINTS_LINE = re.compile(rb"(?m)^[ \t]*(whole_)?points[ \t]*=.*\n?")  # whole_po
 
 class UnknownKata(LookupError):
     """A slug that names no kata; the message suggests the closest ones."""
+
+
+class NoReference(LookupError):
+    """What needs the reference, asked of a student pack (which has none)."""
+
+
+@cache
+def in_pack() -> bool:
+    """Whether this installation is a student pack (its katas folder holds pack.json)."""
+    return (KATAS_DIR / "pack.json").is_file()
 
 
 def localized(texts: dict, lang: str):
@@ -69,7 +85,16 @@ class Kata:
     @cached_property
     def includes(self) -> tuple["Kata", ...]:
         """The katas whose references this kata's reference includes."""
-        return tuple(_load_kata(KATAS_DIR / slug) for slug in render.included_modules(render.read_reference(self.slug)))
+        slugs = self.packed["includes"] if self.packed else render.included_modules(render.read_reference(self.slug))
+        return tuple(_load_kata(KATAS_DIR / slug) for slug in slugs)
+
+    @cached_property
+    def packed(self) -> dict | None:
+        """What a student pack holds in the reference's place (see the module docstring); None outside one."""
+        import json
+
+        path = self.folder / "pack.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
     @cached_property
     def todos(self) -> tuple[Todo, ...]:
@@ -83,7 +108,8 @@ class Kata:
         path = self.folder / "misconceptions.toml"
         entries = _read_toml(path).get("misconception", []) if path.exists() else []
         own = [
-            Misconception(m["id"], m["todo"], m["title"], m["explanation"], m["find"], m["replace"]) for m in entries
+            Misconception(m["id"], m["todo"], m["title"], m["explanation"], m.get("find", ""), m.get("replace", ""))
+            for m in entries
         ]
         return tuple(m for kata in self.includes for m in kata.misconceptions) + tuple(own)
 
@@ -114,7 +140,9 @@ class Kata:
         """A digest of what grading against this kata depends on: its rendered reference and the
         checks, metadata and misconceptions of it and of the katas it includes. `whole_points` and a
         TODO's `points` are left out: `kata grade` scores stored results with them and never grades
-        again for them."""
+        again for them. A pack's kata keeps the digest it had where it was packed."""
+        if self.packed:
+            return self.packed["digest"]
         hasher = hashlib.sha256(self.solution().encode())
         for kata in (*self.includes, self):
             for name in ("checks.py", "kata.toml", "misconceptions.toml"):
@@ -150,12 +178,16 @@ class Kata:
         raise KeyError(misconception_id)
 
     def solution(self) -> str:
+        if in_pack():
+            raise NoReference(f"a student pack has no reference for {self.slug}")
         return render.solution_source(self.slug)
 
     def template(self, lang: str = "en", filled: bool = False) -> str:
         """The exercise a learner starts from; `filled`: with the reference's code in every TODO."""
         from grader.content.i18n import phrase
 
+        if self.packed and not filled:
+            return localized(self.packed["templates"], lang)
         steps = {todo.number: (localized(todo.title, lang), localized(todo.guidance, lang)) for todo in self.todos}
         header = [
             f"Post-Training Katas · {self.slug} · {localized(self.title, lang)}",
@@ -184,6 +216,8 @@ class Kata:
     def warm_imports(self) -> tuple[str, ...]:
         """The reference's top-level import statements, for the contestants' warm process to run once
         (so that a contestant loading `from transformers import GPT2LMHeadModel` finds it imported)."""
+        if self.packed:
+            return tuple(self.packed["warm_imports"])
         tree = ast.parse(self.solution())
         return tuple(ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom))
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.content import render
-from grader.content.catalogue import KATAS_DIR, localized
+from grader.content.catalogue import KATAS_DIR, get_kata, localized
 from grader.content.i18n import say
 
 KINDS = ("choice", "number")
@@ -123,7 +123,11 @@ def load_questions(slug: str) -> list[Question]:
 
 
 def reference_answers(slug: str) -> dict:
-    """The ANSWERS dict the reference of `slug` builds (its source is run, not imported)."""
+    """The ANSWERS dict the reference of `slug` builds (its source is run, not imported); a student
+    pack keeps the answers themselves (a quiz that tells a right answer from a wrong one tells it)."""
+    packed = get_kata(slug).packed
+    if packed:
+        return dict(packed["answers"])
     namespace: dict = {"__name__": f"kata_answers_{slug}"}
     exec(compile(render.solution_source(slug), f"<reference {slug}>", "exec"), namespace)
     return dict(namespace.get("ANSWERS", {}))

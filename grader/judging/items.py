@@ -7,6 +7,7 @@ import inspect
 import pytest
 
 from grader.judging.expect import Expect
+from grader.judging.recorded import for_check
 
 
 def todo_of(item: pytest.Item) -> int | None:
@@ -29,6 +30,7 @@ def titles(item: pytest.Item) -> tuple[str, str]:
 def run_check(item: pytest.Item, contestant, reference) -> None:
     """The check's own code, with `contestant` as the module under test (raises what it raises)."""
     params = item.callspec.params if hasattr(item, "callspec") else {}
+    reference = for_check(reference, item)
     values = dict(params, learner=contestant, reference=reference)
     values["expect"] = Expect(contestant, reference)
     item.obj(**{name: values[name] for name in inspect.signature(item.obj).parameters})

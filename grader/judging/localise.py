@@ -27,6 +27,7 @@ from grader.report.results import Location
 
 TAGS_MARKERS = "markers"  # Location.note: the file's TODO markers were removed or changed
 TAGS_TIME = "time"  # Location.note: the hybrids ran out of time
+TAGS_PACK = "pack"  # Location.note: a student pack has no reference to build hybrids from
 
 
 class OutOfTime(Exception):

@@ -26,9 +26,9 @@ LOCATE_SECONDS = 4.0  # the hybrids of one file may take this many check time li
 
 
 class Locator:
-    def __init__(self, boxes: Boxes, reference, solution: str, timeout: float, parallel: int):
+    def __init__(self, boxes: Boxes, reference, solution: str | None, timeout: float, parallel: int):
         """`parallel`: hybrids graded at once (`kata grade` grades one at a time: files already run in
-        parallel there)."""
+        parallel there); `solution` None (a student pack): no hybrid, the failing checks' TODOs locate."""
         self.boxes = boxes
         self.reference = reference
         self.solution = solution
@@ -44,6 +44,8 @@ class Locator:
         self.order = failed + [item for item, passed in ran if passed]  # the file's failed checks first
         self.deadline = time.monotonic() + LOCATE_SECONDS * self.timeout
         tagged = sorted({todo_of(item) for item in failed} - {None})
+        if self.solution is None:
+            return Location(tuple(tagged), "tags", localise.TAGS_PACK)
         return localise.locate(source, self.solution, tagged, self._first_passing)
 
     def _first_passing(self, sources: list[str]) -> int | None:

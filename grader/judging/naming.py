@@ -6,13 +6,20 @@ named (grader.judging.fingerprints remembers how each variant fails each check, 
 reads a file). A variant is the grader's own code: it runs in a contestant of its own, in a box of
 its own forked from the warm process (grader.judging.boxes), never where the file's code ran, and
 kept for the file's later checks. Only this judge writes the fingerprint store.
+
+A student pack has no variant: `PackedNaming` names from how each variant's run of each check
+ended where the pack was built (katas/SLUG/fingerprints.json: {language: {check name: {variant:
+[status, message] or None}}}), compared with how the file's run ended, in the same words.
 """
 
+import json
 import time
 
 import pytest
 
 from grader.content.catalogue import Kata
+from grader.content.i18n import message_language
+from grader.judging import outcomes
 from grader.judging.boxes import Boxes
 from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint
 from grader.judging.items import run_check
@@ -83,3 +90,19 @@ class Naming:
             variant.close()
             box.close()
         self.contestants = {}
+
+
+class PackedNaming:
+    def __init__(self, kata: Kata, timeout: float):
+        self.timeout = timeout
+        self.table = json.loads((kata.folder / "fingerprints.json").read_text(encoding="utf-8"))
+
+    def failing_alike(self, item: pytest.Item, failure: BaseException, deadline: float) -> list[str]:
+        """The variants whose recorded run of this check ended as `failure` ends it, word for word."""
+        outcome = outcomes.from_exception(failure, self.timeout)
+        wanted = [outcome.status, outcome.message]
+        recorded = self.table.get(message_language(), {}).get(item.name, {})
+        return [variant for variant, ending in recorded.items() if ending == wanted]
+
+    def close(self) -> None:
+        return None

@@ -48,6 +48,7 @@ HELP_SANDBOX = "run the file's code in the OS sandbox: auto (where it works), on
 HELP_LANG = "the language of the checks' messages (default en)"
 HELP_EVERY = "give each failed check's message in every language too (a stored result, shown later in any)"
 HELP_FINGERPRINTS = "remember in folder PATH how each misconception variant fails each check (naming is faster)"
+HELP_VALUES = "record:DIR keeps what the checks ask of the reference in DIR/SLUG.bin; replay:DIR answers from there"
 HELP_AGAINST = f"take expected values from trl (TRL {TRL_VERSION}'s own code) where it has the function"
 
 
@@ -66,6 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-fingerprints", metavar="PATH", help=HELP_FINGERPRINTS)
     group.addoption("--kata-lang", choices=tuple(PHRASES), default="en", help=HELP_LANG)
     group.addoption("--kata-every-language", action="store_true", help=HELP_EVERY)
+    group.addoption("--kata-values", metavar="MODE:PATH", help=HELP_VALUES)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -118,8 +120,12 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[OWNED] = arena
         from grader.judging import session
 
-        every_language = config.getoption("kata_every_language")
-        config.stash[SESSION] = session.KataSession(kata, target, timeout, arena, limits, against, every_language)
+        every_language, values = config.getoption("kata_every_language"), config.getoption("kata_values")
+        if values and values.partition(":")[0] not in ("record", "replay"):
+            raise TargetError(f"--kata-values must be record:DIR or replay:DIR, not {values!r}")
+        config.stash[SESSION] = session.KataSession(
+            kata, target, timeout, arena, limits, against, every_language, values
+        )
     except (UnknownKata, TargetError, AgainstError, TrlUnavailable, sandbox.Unavailable) as error:
         raise pytest.UsageError(str(error)) from None
     if config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -144,6 +150,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.stash[OWNED].close()
     if LANGUAGE in config.stash:
         set_message_language(config.stash[LANGUAGE])
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    """In a student pack, leave out the checks that only the instructor's grading can run."""
+    kata_session = config.stash.get(SESSION, None)
+    if kata_session and kata_session.kata.packed:
+        private = set(kata_session.kata.packed["private"])
+        items[:] = [item for item in items if item.name not in private]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -223,8 +237,10 @@ def learner(request: pytest.FixtureRequest):
 
 @pytest.fixture
 def reference(request: pytest.FixtureRequest):
-    """The kata's reference module."""
-    return _session(request).reference
+    """The kata's reference module (or what stands in for it: grader.judging.recorded)."""
+    from grader.judging.recorded import for_check
+
+    return for_check(_session(request).reference, request.node)
 
 
 @pytest.fixture

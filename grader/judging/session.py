@@ -38,7 +38,8 @@ from grader.judging.expect import MissingFunction
 from grader.judging.fingerprints import Fingerprints, fingerprint
 from grader.judging.items import is_whole, run_check, titles, todo_of
 from grader.judging.locating import Locator, default_parallel
-from grader.judging.naming import Naming
+from grader.judging.naming import Naming, PackedNaming
+from grader.judging.recorded import Book, Recorder, Replay
 from grader.judging.targets import load_module, target_source
 from grader.report.results import CheckResult, GradeResult, Location
 from grader.run.arena import Arena
@@ -52,25 +53,28 @@ REWORD_SLACK, REWORD_FLOOR = 2.0, 1.0  # a check run again for its message: 2x i
 
 class KataSession:
     def __init__(self, kata: Kata, spec: str | Path, timeout: float, arena: Arena, limits: Limits = NO_LIMITS,
-                 against: str | None = None, every_language: bool = False):  # fmt: skip
+                 against: str | None = None, every_language: bool = False, values: str | None = None):  # fmt: skip
         """`arena`: the warm process and what goes with it (grader.run.arena); `every_language`:
-        failed checks' messages in every language (see the module docstring)."""
+        failed checks' messages in every language (see the module docstring); `values`:
+        "record:DIR" keeps what the checks ask of the reference in DIR/SLUG.bin, "replay:DIR" answers
+        them from there instead of the reference (grader.judging.recorded), as a student pack does."""
         torch.set_num_threads(1)  # the checks' tensors are tiny; idle OpenMP threads would spin on the CPU
         self.kata = kata
         self.spec = spec
         self.timeout = timeout
         self.against = against
         self.source, self.label = target_source(kata, spec)
-        self.reference = load_module(kata.solution(), f"<reference {kata.slug}>", f"kata_reference_{kata.slug}")
-        if against:  # the checks' expected values come from TRL where it has the function (grader.oracles.trl_oracle)
-            from grader.oracles.trl_oracle import oracle_module
-
-            self.reference = oracle_module(self.reference, kata.slug)
+        self.reference, self.recording = self._expected_values(kata, against, values)
         self.boxes = Boxes(arena, spec, limits)
         conditions = f"{against=} {limits} sandboxed={arena.sandboxed} {message_language()}"
         self.fingerprints = Fingerprints(arena.fingerprints, kata, conditions)
-        self.naming = Naming(kata, self.boxes, self.fingerprints, self.reference)
-        self.locator = Locator(self.boxes, self.reference, kata.solution(), timeout, default_parallel(arena.in_class))
+        if kata.packed:  # no variant, no reference: recorded fingerprints name, the checks' TODOs locate
+            self.naming = PackedNaming(kata, timeout)
+            self.locator = Locator(self.boxes, self.reference, None, timeout, 1)
+        else:
+            self.naming = Naming(kata, self.boxes, self.fingerprints, self.reference)
+            solution, parallel = kata.solution(), default_parallel(arena.in_class)
+            self.locator = Locator(self.boxes, self.reference, solution, timeout, parallel)
         # grading a built-in variant runs each check on it: its outcomes are its fingerprints
         variant = isinstance(spec, str) and spec.startswith("misconception:")
         self.own_variant = spec.removeprefix("misconception:") if variant else None
@@ -98,6 +102,30 @@ class KataSession:
         self.close_file()
         self.boxes.close()
         self.fingerprints.save()
+        if self.recording is not None:
+            book, path = self.recording
+            book.save(path)
+            self.recording = None
+
+    @staticmethod
+    def _expected_values(kata: Kata, against: str | None, values: str | None):
+        """(what the checks see as the reference, (book, path) when recording): the reference
+        module, TRL's code where it has the function (`against`), a recorder or a replay."""
+        if kata.packed:
+            return Replay(Book.load(kata.folder / "recorded.bin")), None
+        mode, _, folder = (values or "").partition(":")
+        path = Path(folder) / f"{kata.slug}.bin"
+        if mode == "replay":
+            return Replay(Book.load(path)), None
+        reference = load_module(kata.solution(), f"<reference {kata.slug}>", f"kata_reference_{kata.slug}")
+        if against:  # the checks' expected values come from TRL where it has the function (grader.oracles.trl_oracle)
+            from grader.oracles.trl_oracle import oracle_module
+
+            reference = oracle_module(reference, kata.slug)
+        if mode == "record":
+            book = Book()
+            return Recorder(reference, book), (book, path)
+        return reference, None
 
     # -- contestants ------------------------------------------------------------------------------
     def learner(self, item: pytest.Item) -> Contestant:

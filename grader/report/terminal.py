@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from grader.content.catalogue import Kata, localized
+from grader.content.catalogue import Kata, in_pack, localized
 from grader.content.i18n import phrase
 from grader.oracles.against import TRL_VERSION
 from grader.report.results import CheckResult, GradeResult
@@ -187,7 +187,8 @@ def _location(result: GradeResult, lang: str) -> list[RenderableType]:
     """
     location = result.location
     blank = {check.unwritten for check in result.checks if check.status != "passed"}
-    if location is None or (location.method == "transplant" and None not in blank):
+    quiet = location is not None and (location.method == "transplant" or location.note == "pack")
+    if location is None or (quiet and None not in blank):  # a pack's TODOs only repeat what the sections say
         return []
     if location.method == "tags":
         line = phrase(lang, f"located_{location.note or 'markers'}")
@@ -213,7 +214,7 @@ def _next_step(result: GradeResult, kata: Kata, lang: str) -> str:
         return phrase(lang, "next_fix", todo=result.todos_to_fix[0], slug=kata.slug)
     if result.failed:
         return phrase(lang, "next_fix", todo=kata.todos[-1].number, slug=kata.slug)
-    return phrase(lang, "next_done", slug=kata.slug)
+    return phrase(lang, "next_done_pack" if in_pack() else "next_done", slug=kata.slug)
 
 
 def _clip(text: str, max_lines: int, lang: str) -> str:
