@@ -10,9 +10,9 @@ from grader.report.console import console, errors
 HELP = """Build a student pack of the katas SLUG... (default: every kata) in OUT.
 
 \b
-OUT/pack/         hand it to students: pip install OUT/pack (offline; torch must be installed)
-OUT/course.toml   keep it: kata grade SUBMISSIONS --course OUT/course.toml
-OUT/report.txt    per kata: public checks, checks only your grading runs"""
+OUT/pack/        for students: pip install OUT/pack (offline, beside torch)
+OUT/course.toml  keep it: kata grade SUBMISSIONS --course OUT/course.toml
+OUT/report.txt   per kata: public checks, checks only your grading runs"""
 
 
 @click.command(help=HELP)

@@ -20,6 +20,7 @@ import inspect
 import io
 import math
 from pathlib import Path
+from types import MappingProxyType
 
 import torch
 
@@ -28,16 +29,18 @@ from grader.files import atomic_write
 from grader.judging.expect import TOLERANCE, CheckFailed, returned_names
 from grader.run import wire
 
-PARAMETER_KINDS = {
-    kind.name: kind
-    for kind in (
-        inspect.Parameter.POSITIONAL_ONLY,
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        inspect.Parameter.VAR_POSITIONAL,
-        inspect.Parameter.KEYWORD_ONLY,
-        inspect.Parameter.VAR_KEYWORD,
-    )
-}
+PARAMETER_KINDS = MappingProxyType(
+    {
+        kind.name: kind
+        for kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.VAR_POSITIONAL,
+            inspect.Parameter.KEYWORD_ONLY,
+            inspect.Parameter.VAR_KEYWORD,
+        )
+    }
+)
 HAS_DEFAULT = object()  # a recorded parameter's default: only whether it has one matters (binding names arguments)
 
 

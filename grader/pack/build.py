@@ -33,6 +33,7 @@ from grader.content.i18n import PHRASES
 from grader.content.quiz import has_quiz, reference_answers
 from grader.files import atomic_write
 from grader.pack import wheel
+from grader.report.results import CheckResult
 
 PACK, COURSE, REPORT = "pack", "course.toml", "report.txt"
 KATA_FILES = ("kata.toml", "lesson.en.md", "lesson.zh.md", "checks.py", "questions.toml")
@@ -140,15 +141,10 @@ def _classify(kata, reference, live: dict, replayed: dict, variants: list[str]) 
     return public, private
 
 
-def _check(result, name: str):
+def _check(result, name: str) -> CheckResult:
+    """The check `name` of `result`; a grading that gave no result ended it with an error."""
     found = next((check for check in result.checks if check.name == name), None)
-    return found if found is not None else catalogue_missing(name)
-
-
-def catalogue_missing(name: str):
-    from grader.report.results import CheckResult
-
-    return CheckResult(name, "", None, "error", "no result")
+    return found if found is not None else CheckResult(name, "", None, "error", "no result")
 
 
 def _fingerprints(kata, public: list[str], replayed: dict, variants: list[str]) -> dict:
