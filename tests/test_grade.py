@@ -314,6 +314,8 @@ def test_a_rerun_grades_only_what_is_missing_or_changed_and_force_regrades(tmp_p
         (["grade", "{folder}", "--katas", "group_advantage"], "Did you mean 'group_advantages'"),
         (["grade", "{folder}", "--katas", ","], "name at least one kata"),
         (["grade", "{folder}", "--workers", "0"], "--workers"),
+        (["grade", "{folder}", "--course", "{file}"], "is not a course file"),
+        (["grade", "{folder}", "--course", "{folder}/none.toml"], "no course file"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(tmp_path, kata_main, arguments, words):

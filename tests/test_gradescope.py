@@ -11,6 +11,7 @@ import pytest
 
 from grader.classroom import gradescope
 from grader.cli import main
+from grader.content import seeds
 from grader.content.catalogue import get_kata
 
 SLUG = "group_advantages"
@@ -38,6 +39,32 @@ def test_the_zip_holds_the_source_the_scripts_and_the_config(tmp_path):
 @pytest.mark.parametrize("argv", [["gradescope", "group_advantage"], ["gradescope", SLUG, "--scoring", "x"]])
 def test_bad_input_is_a_usage_error(argv, tmp_path):
     assert main([*argv, "--out", str(tmp_path / "a.zip")]) == 2 and not (tmp_path / "a.zip").exists()
+
+
+def test_a_course_goes_into_the_zip_and_its_grading(tmp_path, monkeypatch):
+    course = tmp_path / "course.toml"
+    secret = seeds.new_course()
+    seeds.write_course(course, secret)
+    out = tmp_path / "autograder.zip"
+    assert main(["gradescope", SLUG, "--out", str(out), "--course", str(course)]) == 0
+    root = tmp_path / "root"
+    with zipfile.ZipFile(out) as archive:
+        assert json.loads(archive.read("gradescope.json"))["course"] == gradescope.COURSE
+        archive.extractall(root / "source")
+    assert seeds.read_course(root / "source" / gradescope.COURSE) == secret
+    graded = []
+    monkeypatch.setattr(gradescope, "grade_submission", lambda *args: graded.append(args) or {"score": 0})
+    gradescope.run(root)
+    assert graded[0][-1] == root / "source" / gradescope.COURSE
+
+
+@pytest.mark.parametrize("text", [None, "seed = 'short'\n"])
+def test_a_bad_course_is_a_usage_error(tmp_path, text):
+    course = tmp_path / "course.toml"
+    if text:
+        course.write_text(text)
+    argv = ["gradescope", SLUG, "--course", str(course), "--out", str(tmp_path / "a.zip")]
+    assert main(argv) == 2 and not (tmp_path / "a.zip").exists()
 
 
 def run_autograder(root, files: dict[str, str], scoring: str = "todos") -> dict:

@@ -34,6 +34,9 @@ def test_every_check_is_public_and_every_variant_named(out):
     report = (out / "report.txt").read_text(encoding="utf-8")
     variants = len(catalogue.get_kata(SLUG).misconceptions)
     assert f"{SLUG}: 13 public checks, 0 only in your grading (none); {variants} of {variants}" in report
+    fixed = report.split("the same under your course (")[1].split(")")[0].split(", ")
+    assert "test_singleton_group_gets_zero_advantage" in fixed and len(fixed) == 4, fixed
+    assert not [name for name in fixed if "random" in name]
     assert tomllib.loads((out / "course.toml").read_text(encoding="utf-8"))["seed"]
     assert not (out / "pack" / "course.toml").exists()
 
@@ -118,3 +121,109 @@ def test_installs_offline_and_grades_from_recorded_values(out, outside_tmp):
         assert subprocess.run(["kata", *command], cwd=work, env=env, capture_output=True).returncode == 2
     assert not list((venv / "lib").rglob("reference/group_advantages.py"))
     assert ast.parse((work / "kata_workspace" / f"{SLUG}.py").read_text(encoding="utf-8"))
+
+
+def _literal(value) -> str:
+    """Python source that rebuilds a recorded value (how a student would paste it into a file)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return f"torch.tensor({value.tolist()!r}, dtype={value.dtype}).reshape({tuple(value.shape)!r})"
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return f"float({str(value)!r})"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(map(_literal, value))
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key!r}: {_literal(item)}" for key, item in value.items()) + "}"
+    return repr(value)
+
+
+REPLAYER = '''import math
+import torch
+
+CASES = {cases}
+
+
+def _close(given, recorded):
+    if isinstance(recorded, torch.Tensor):
+        return (
+            isinstance(given, torch.Tensor) and given.shape == recorded.shape and given.dtype == recorded.dtype
+            and torch.allclose(given.double(), recorded.double(), rtol=1e-6, atol=1e-9, equal_nan=True)
+        )
+    if isinstance(recorded, (list, tuple)):
+        return isinstance(given, (list, tuple)) and len(given) == len(recorded) and all(map(_close, given, recorded))
+    if isinstance(recorded, dict):
+        return isinstance(given, dict) and given.keys() == recorded.keys() and all(
+            _close(given[key], recorded[key]) for key in recorded
+        )
+    if isinstance(recorded, float) and isinstance(given, (int, float)):
+        return math.isclose(given, recorded, rel_tol=1e-9) or (given != given and recorded != recorded)
+    return given == recorded
+
+
+def {name}(*args, **kwargs):
+    """Not the math: the answer the pack recorded for these very inputs."""
+    for recorded_args, recorded_kwargs, output in CASES:
+        if _close(list(args), list(recorded_args)) and _close(kwargs, recorded_kwargs):
+            return output.clone() if isinstance(output, torch.Tensor) else output
+    raise ValueError("not an input the pack recorded")
+'''
+
+
+def replayer(pack: Path) -> str:
+    """A file that answers each call with the value the pack's recording holds for those inputs."""
+    from grader.judging.recorded import Book, _values
+
+    book = Book.load(pack / "katas" / SLUG / "recorded.bin")
+    (name,) = book.functions
+    cases = [
+        (*_values(entry["inputs"]), _values(entry["output"]))
+        for entries in book.checks.values()
+        for entry in entries
+        if entry["kind"] == "call" and entry["name"] == name and not entry.get("unrecordable")
+    ]
+    assert cases, "the pack must have recorded something to replay"
+    return REPLAYER.format(cases=_literal(cases), name=name)
+
+
+def test_recorded_values_cannot_be_replayed_into_a_grade(out, tmp_path):
+    """On the checks' own seeds the replaying file passes every check the pack recorded values for
+    (the attack is real); graded under the course seed `kata pack` wrote, it fails each that draws
+    its inputs at random, while its honest twin passes every check."""
+    from cli_support import kata_script
+    from conftest import need_sandbox
+
+    need_sandbox()
+    submissions = tmp_path / "class"
+    for student, source in (("replayer", replayer(out / "pack")), ("honest", catalogue.get_kata(SLUG).solution())):
+        (submissions / student).mkdir(parents=True)
+        (submissions / student / f"{SLUG}.py").write_text(source, encoding="utf-8")
+
+    titles = {}
+
+    def grade(*options) -> dict[str, dict[str, str]]:
+        grades = tmp_path / f"grades{len(options)}"
+        ran = kata_script("grade", submissions, "--out", grades, "--workers", "2", *options, cwd=tmp_path)
+        assert ran.status == 0, ran.err
+        sheet = json.loads((grades / "grades.json").read_text(encoding="utf-8"))
+        titles.update({check["name"]: check["title"] for check in sheet["students"]["honest"][SLUG]["checks"]})
+        return {
+            student: {check["name"]: check["status"] for check in sheet["students"][student][SLUG]["checks"]}
+            for student in ("replayer", "honest")
+        }
+
+    from grader.judging.recorded import Book
+
+    book = Book.load(out / "pack" / "katas" / SLUG / "recorded.bin")
+    plain, coursed = grade(), grade("--course", out / "course.toml")
+    consistency = {  # these call the learner again on inputs of its own outputs: no recording answers them
+        name for name, title in titles.items() if title.startswith("Self-consistency")
+    }
+    recorded = {name.removeprefix("test_") for name, entries in book.checks.items() if entries} - consistency
+    assert set(plain["replayer"]) >= recorded and len(recorded) >= 8 and len(consistency) == 2
+    assert not [name for name in recorded if plain["replayer"][name] != "passed"], plain["replayer"]
+    assert set(coursed["honest"].values()) == {"passed"}, coursed["honest"]
+    drawn = {f"matches_reference_on_random_groups[{seed}]" for seed in range(3)} | {"each_group_has_zero_mean"}
+    assert not [name for name in drawn if coursed["replayer"][name] == "passed"], coursed["replayer"]
+    assert sum(status != "passed" for status in coursed["replayer"].values()) >= len(recorded) // 2

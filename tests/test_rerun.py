@@ -16,6 +16,7 @@ import pytest
 from conftest import need_sandbox
 
 from grader.classroom import batch, feedback, gradesheet
+from grader.content import seeds
 from grader.content.catalogue import get_kata
 from grader.content.i18n import in_each, phrase, speaking
 from grader.report.results import CheckResult, GradeResult
@@ -97,12 +98,17 @@ def test_every_setting_is_in_the_rerun_key(tmp_path):
     folder.mkdir()
     (folder / f"{SLUG}.py").write_text(REFERENCE)
     base = batch.Settings()
+    course = tmp_path / "course.toml"
+    seeds.write_course(course, seeds.new_course())
     keys = {digest_of(folder, base)}
     for item in fields(base):
         value = getattr(base, item.name)
         other = not value if type(value) is bool else f"{value}x" if type(value) is str else value * 2
+        other = str(course) if item.name == "course" else other
         keys.add(digest_of(folder, replace(base, **{item.name: other})))
-    assert len(keys) == len(fields(base)) + 1 and "lang" not in {item.name for item in fields(base)}
+    seeds.write_course(course, seeds.new_course())  # another course, in the same file: graded again
+    keys.add(digest_of(folder, replace(base, course=str(course))))
+    assert len(keys) == len(fields(base)) + 2 and "lang" not in {item.name for item in fields(base)}
 
 
 # -- every language in a record, shown in one ---------------------------------------------------

@@ -63,6 +63,14 @@ class Settings:
     values: str = (
         ""  # `kata pack`: "record:DIR" or "replay:DIR", the expected values' recordings (grader.judging.recorded)
     )
+    course: str = ""  # --course: the course file whose seed draws the checks' inputs (grader.content.seeds); "": none
+
+    @property
+    def course_label(self) -> str:
+        """The public label of the course's seed ("" with none): a changed course file grades again."""
+        from grader.content import seeds
+
+        return seeds.label(seeds.read_course(Path(self.course))) if self.course else ""
 
     @property
     def run_limit(self) -> float:
@@ -149,7 +157,9 @@ def digest(folder: Path, slug: str, settings: Settings, files: list[str]) -> str
     """
     kata_file = f"{slug}.py"
     kata = catalogue.get_kata(slug)
-    hasher = hashlib.sha256(f"{RECORD_VERSION} {slug} {source_digest()} {kata.digest} {settings}".encode())
+    hasher = hashlib.sha256(
+        f"{RECORD_VERSION} {slug} {source_digest()} {kata.digest} {settings} {settings.course_label}".encode()
+    )
     for name in staged_names(kata_file, files):
         encoded = os.fsencode(name)
         hasher.update(len(encoded).to_bytes(8, "big") + encoded)
@@ -340,6 +350,7 @@ def _judge(
         arguments = pytest_arguments(
             kata, target, settings.timeout, report, settings.limits,
             lang=JUDGE_LANGUAGE, every_language=every_language, checks=checks, values=settings.values or None,
+            course=settings.course or None,
         )  # fmt: skip
         ending, peak_kb = _run_boxed(arguments, Path(scratch), log, settings, arena)
         result = _read_report(report, slug)

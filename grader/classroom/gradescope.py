@@ -3,7 +3,9 @@
 The zip (`build_zip`) holds the project's own source (pyproject.toml, README.md and its packages),
 `setup.sh` (run once, as root, when the image is built: Python >= 3.11, a venv at ROOT/venv, CPU
 torch, then this package), `run_autograder` (run per submission) and `gradescope.json` (the
-slugs, the scoring, the visibility). Gradescope unpacks it into ROOT/source.
+slugs, the scoring, the visibility), and with a course `course.toml`, its seed (`kata pack`
+makes one): the checks then draw their inputs under it, so that values recorded in a student pack
+earn nothing. Gradescope unpacks it into ROOT/source, which the sandbox never binds.
 
 `run` grades ROOT/submission/SLUG.py for each slug with the judge of `kata grade` (batch: one
 student folder, in the OS sandbox where bwrap works, else without it, said in "output") and
@@ -31,6 +33,7 @@ CONFIG = "gradescope.json"
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 TORCH = "torch==2.13.0"
 STUDENT = "submission"
+COURSE = "course.toml"  # ROOT/source/course.toml: the course seed, never bound in the sandbox
 
 SETUP_SH = f"""#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the image (Ubuntu).
@@ -103,11 +106,18 @@ def source_files(root: Path) -> list[Path]:
 
 
 def build_zip(
-    slugs: list[str], out: Path, scoring: str = "todos", visibility: str = "visible", lang: str = "en"
+    slugs: list[str],
+    out: Path,
+    scoring: str = "todos",
+    visibility: str = "visible",
+    lang: str = "en",
+    course: str | None = None,
 ) -> list[str]:
     """Write the autograder zip to `out`; return its member names. setup.sh and run_autograder are 0755.
-    `lang`: the language of the feedback and the results' texts."""
+    `lang`: the language of the feedback and the results' texts; `course`: a course secret
+    (grader.content.seeds), kept in the zip as COURSE for the grading to draw its inputs under."""
     from grader.content import catalogue
+    from grader.content.seeds import course_text
 
     for slug in slugs:
         catalogue.get_kata(slug)  # UnknownKata names the slug
@@ -115,6 +125,7 @@ def build_zip(
         raise GradescopeError(f"bad scoring {scoring!r} or visibility {visibility!r}")
     root = project_root()
     config = {"slugs": slugs, "scoring": scoring, "visibility": visibility} | ({"lang": lang} if lang != "en" else {})
+    config |= {"course": COURSE} if course else {}
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
             info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
@@ -122,6 +133,8 @@ def build_zip(
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, text)
         archive.writestr(CONFIG, json.dumps(config, indent=2) + "\n")
+        if course:
+            archive.writestr(COURSE, course_text(course))
         for path in source_files(root):
             archive.write(path, path.relative_to(root).as_posix())
         return archive.namelist()
@@ -134,14 +147,17 @@ def autograder_root() -> Path:
     return Path(os.environ.get(ROOT_VARIABLE) or "/autograder")
 
 
-def grade_submission(submission: Path, slugs: list[str], scoring: str, visibility: str, lang: str = "en") -> dict:
-    """results.json for the kata files in `submission` (a folder): see the module's docstring."""
+def grade_submission(
+    submission: Path, slugs: list[str], scoring: str, visibility: str, lang: str = "en", course: Path | None = None
+) -> dict:
+    """results.json for the kata files in `submission` (a folder): see the module's docstring.
+    `course`: the course file whose seed the checks draw their inputs under."""
     from grader.classroom import batch, feedback, gradesheet
     from grader.content.i18n import phrase
     from grader.run import sandbox
 
     why = sandbox.problem()
-    settings = batch.Settings(sandboxed=why is None)
+    settings = batch.Settings(sandboxed=why is None, course=str(course) if course else "")
     with tempfile.TemporaryDirectory(prefix="kata-gradescope-") as scratch:
         folder = Path(scratch) / "class"
         folder.mkdir()
@@ -209,8 +225,9 @@ def run(root: Path | None = None) -> Path:
     """Grade ROOT/submission with ROOT/source/gradescope.json; write ROOT/results/results.json."""
     root = root or autograder_root()
     config = json.loads((root / "source" / CONFIG).read_text(encoding="utf-8"))
+    course = root / "source" / config["course"] if "course" in config else None
     results = grade_submission(
-        root / "submission", config["slugs"], config["scoring"], config["visibility"], config.get("lang", "en")
+        root / "submission", config["slugs"], config["scoring"], config["visibility"], config.get("lang", "en"), course
     )
     path = root / "results" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)

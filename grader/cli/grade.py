@@ -44,6 +44,13 @@ from grader.run.interrupt import exit_status
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A TOML file of [SLUG] tables (todo1 = 2, ..., whole = 1, contract = 1) overriding the katas' points.",
 )
+@click.option(
+    "--course",
+    "course_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The course file `kata pack` wrote (OUT/course.toml): the checks draw their inputs under its seed,"
+    " so a student pack's recorded values earn nothing.",
+)
 @click.option("--force", is_flag=True, help="Grade every file again, even those graded before and unchanged.")
 @click.option(
     "--no-sandbox",
@@ -61,6 +68,7 @@ def grade(
     memory: int,
     scoring: str,
     points_file: Path | None,
+    course_file: Path | None,
     force: bool,
     no_sandbox: bool,
     lang: str | None,
@@ -76,7 +84,9 @@ def grade(
     (and .md): the report each student would get from `kata check`, and
     OUT/report.html, the class at a glance. Scores (--scoring, --points) and
     the language (--lang) come from the saved results: changing them grades
-    nothing again. Exit 3: the grader failed on some file (not a grade).
+    nothing again. With --course, the checks draw their inputs under the
+    course's seed: values recorded in a student pack cannot pass them.
+    Exit 3: the grader failed on some file (not a grade).
     """
     from grader.classroom import batch, feedback, gradesheet, report_html
     from grader.classroom.names import display_name
@@ -93,13 +103,14 @@ def grade(
             except catalogue.UnknownKata:
                 raise click.BadParameter(catalogue.unknown_kata(name, lang), param_hint="--katas") from None
     points = _read_points(points_file, lang) if points_file else None
+    course = _check_course(course_file, lang) if course_file else ""
     from grader.run import sandbox
 
     why = None if no_sandbox else sandbox.problem()
     if why:
         errors.print(phrase(lang, "grade_no_sandbox", why=why), style="error", markup=False)
         return 1
-    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox)
+    settings = batch.Settings(timeout=timeout, memory_mb=memory, sandboxed=not no_sandbox, course=course)
     try:
         roster = batch.discover(submissions, slugs, settings, exclude=(out,))
     except batch.BatchError as error:
@@ -156,3 +167,14 @@ def _read_points(path: Path, lang: str = "en") -> dict:
     except (OSError, tomllib.TOMLDecodeError, gradesheet.PointsError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise click.BadParameter(message, param_hint="--points") from None
+
+
+def _check_course(path: Path, lang: str = "en") -> str:
+    """The --course file's absolute path, once it reads as a course file (one-line error, status 2)."""
+    from grader.content import seeds
+
+    try:
+        seeds.read_course(path, lang)
+    except seeds.CourseError as error:
+        raise click.BadParameter(str(error), param_hint="--course") from None
+    return str(path.resolve())

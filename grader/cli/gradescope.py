@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from grader.cli.options import SLUG, lang_option, scoring_option
-from grader.content import catalogue
+from grader.content import catalogue, seeds
 from grader.content.i18n import phrase, pick_language
 from grader.report.console import console
 
@@ -30,8 +30,22 @@ from grader.report.console import console
     show_default=True,
     help="When students see the tests' results.",
 )
+@click.option(
+    "--course",
+    "course_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The course file `kata pack` wrote (OUT/course.toml), put in the zip: the checks draw their inputs"
+    " under its seed.",
+)
 @lang_option
-def gradescope(katas: tuple[catalogue.Kata, ...], out: Path, scoring: str, visibility: str, lang: str | None) -> int:
+def gradescope(
+    katas: tuple[catalogue.Kata, ...],
+    out: Path,
+    scoring: str,
+    visibility: str,
+    course_file: Path | None,
+    lang: str | None,
+) -> int:
     """Build a Gradescope autograder for SLUG...: students upload SLUG.py files.
 
     \b
@@ -39,14 +53,19 @@ def gradescope(katas: tuple[catalogue.Kata, ...], out: Path, scoring: str, visib
     torch, this package), run_autograder (grades the submission with the
     checks of `kata check`, in the sandbox where bwrap works, and writes
     results.json) and gradescope.json (the katas and options);
-    --lang: the language of the feedback students get.
+    --lang: the language of the feedback students get; --course: grade
+    under the seed of a course, as `kata grade --course` does.
     """
     from grader.classroom import gradescope as build
 
     lang = pick_language(lang)
     slugs = list(dict.fromkeys(kata.slug for kata in katas))
     try:
-        names = build.build_zip(slugs, out, scoring, visibility, lang)
+        course = seeds.read_course(course_file, lang) if course_file else None
+    except seeds.CourseError as error:
+        raise click.BadParameter(str(error), param_hint="--course") from None
+    try:
+        names = build.build_zip(slugs, out, scoring, visibility, lang, course)
     except build.GradescopeError as error:
         raise click.UsageError(str(error)) from None
     console.print(phrase(lang, "gs_wrote", out=out, n=len(names)), markup=False)

@@ -12,7 +12,8 @@ HELP = """Build a student pack of the katas SLUG... (default: every kata) in OUT
 \b
 OUT/pack/        for students: pip install OUT/pack (offline, beside torch)
 OUT/course.toml  keep it: kata grade SUBMISSIONS --course OUT/course.toml
-OUT/report.txt   per kata: public checks, checks only your grading runs"""
+OUT/report.txt   per kata: public checks, checks only your grading runs,
+                 checks on fixed inputs (replayable even under the course)"""
 
 
 @click.command(help=HELP)
@@ -34,7 +35,7 @@ def pack(slugs: tuple[str, ...], out: Path, hints: int | None, workers: int) -> 
     for item in packed:
         console.print(
             f"{item.slug}: {len(item.public)} public checks, {len(item.private)} only in your grading;"
-            f" {item.named} of {item.variants} misconceptions named",
+            f" {item.named} of {item.variants} misconceptions named; {len(item.fixed)} on fixed inputs",
             markup=False,
         )
     console.print(f"student pack: {out / 'pack'}\ncourse seed (keep it): {out / 'course.toml'}", markup=False)

@@ -83,15 +83,19 @@ def new_course() -> str:
     return secrets.token_hex(SECRET_HEX // 2)
 
 
-def write_course(path: Path, secret: str) -> None:
-    """Write the course file `path` (`seed = "..."`), readable by its owner only."""
-    from grader.files import atomic_write
-
-    text = (
+def course_text(secret: str) -> str:
+    """A course file's text: `seed = "<secret>"` under a line saying whose it is."""
+    return (
         "# The course seed of `kata grade --course` and `kata gradescope --course`: the instructor's only.\n"
         f'seed = "{check_secret(secret)}"\n'
     )
-    atomic_write(Path(path), text)
+
+
+def write_course(path: Path, secret: str) -> None:
+    """Write the course file `path` (course_text), readable by its owner only."""
+    from grader.files import atomic_write
+
+    atomic_write(Path(path), course_text(secret))
     Path(path).chmod(0o600)
 
 
@@ -99,16 +103,17 @@ def read_course(path: Path, lang: str = "en") -> str:
     """The secret of the course file `path`; CourseError (one line, in `lang`) when it is missing or malformed."""
     from grader.content.i18n import phrase
 
+    shown = str(path).encode("utf-8", "backslashreplace").decode("utf-8")  # any file name is data
     try:
         with Path(path).open("rb") as handle:
             data = tomllib.load(handle)
         return check_secret(data["seed"])
     except FileNotFoundError:
-        raise CourseError(phrase(lang, "course_missing", path=path)) from None
+        raise CourseError(phrase(lang, "course_missing", path=shown)) from None
     except OSError as error:
-        raise CourseError(phrase(lang, "course_unreadable", path=path, why=error.strerror or error)) from None
+        raise CourseError(phrase(lang, "course_unreadable", path=shown, why=error.strerror or error)) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, CourseError):
-        raise CourseError(phrase(lang, "course_malformed", path=path)) from None
+        raise CourseError(phrase(lang, "course_malformed", path=shown)) from None
 
 
 def _label(key: bytes) -> str:

@@ -11,7 +11,8 @@ a folder private to the run for `kata grade` (never one the learner's code can s
 A fingerprint is how a check ended: None (it passed) or [kind, message], where kind is
 "AssertionError" for a wrong value and the exception's type otherwise. The file's name carries a
 digest of everything a fingerprint depends on: the kata's files, the grader's source, torch's
-version, the expected values' source (`--kata-against`), the limits, the sandbox and the messages' language.
+version, the expected values' source (`--kata-against`), the limits, the sandbox, the messages' language
+and the course whose seed draws the inputs (its public label, grader.content.seeds).
 """
 
 import hashlib

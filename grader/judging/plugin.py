@@ -16,6 +16,8 @@ a fresh process per check, every call crossing as data), `reference` (the refere
 this process) and `expect` (see grader.judging.expect), and say which TODO they grade with
 `@pytest.mark.todo(N)`, or that they compare the whole function's values with `@pytest.mark.whole`
 (a check with neither is the function's input contract).
+With `--kata-course FILE` the checks draw their inputs under that course's seed, not their own
+(grader.content.seeds): how `kata grade --course` keeps a student pack's recorded values out of a grade.
 """
 
 from pathlib import Path
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from grader import DEFAULT_TIMEOUT
+from grader.content import seeds
 from grader.content.catalogue import UnknownKata, get_kata
 from grader.content.i18n import PHRASES, message_language, set_message_language
 from grader.files import atomic_write, json_text
@@ -34,6 +37,7 @@ from grader.run.limits import Limits
 
 SESSION = pytest.StashKey[object]()  # the grader.judging.session.KataSession (imported late: it imports torch)
 LANGUAGE = pytest.StashKey[str]()  # the message language before this run
+COURSE = pytest.StashKey[str | None]()  # the course before this run's --kata-course (grader.content.seeds)
 ARENA = pytest.StashKey[Arena]()  # the arena the caller handed over (run_pytest)
 OWNED = pytest.StashKey[Arena]()  # the arena this run started itself, closed at its end
 
@@ -49,6 +53,7 @@ HELP_LANG = "the language of the checks' messages (default en)"
 HELP_EVERY = "give each failed check's message in every language too (a stored result, shown later in any)"
 HELP_FINGERPRINTS = "remember in folder PATH how each misconception variant fails each check (naming is faster)"
 HELP_VALUES = "record:DIR keeps what the checks ask of the reference in DIR/SLUG.bin; replay:DIR answers from there"
+HELP_COURSE = "draw the checks' inputs under the seed of this course file (kata pack's OUT/course.toml)"
 HELP_AGAINST = f"take expected values from trl (TRL {TRL_VERSION}'s own code) where it has the function"
 
 
@@ -68,6 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kata-lang", choices=tuple(PHRASES), default="en", help=HELP_LANG)
     group.addoption("--kata-every-language", action="store_true", help=HELP_EVERY)
     group.addoption("--kata-values", metavar="MODE:PATH", help=HELP_VALUES)
+    group.addoption("--kata-course", metavar="PATH", help=HELP_COURSE)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -105,6 +111,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[LANGUAGE] = message_language()  # restored at the end (an in-process run leaves it as it was)
     set_message_language(config.getoption("kata_lang"))
     try:
+        course = config.getoption("kata_course")
+        if course:  # before the session: its fingerprints are the course's
+            config.stash[COURSE] = seeds.set_course(seeds.read_course(Path(course), message_language()))
         limits = Limits(config.getoption("kata_memory"), config.getoption("kata_processes"))
         kata = get_kata(slug)
         against = config.getoption("kata_against")
@@ -126,7 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[SESSION] = session.KataSession(
             kata, target, timeout, arena, limits, against, every_language, values
         )
-    except (UnknownKata, TargetError, AgainstError, TrlUnavailable, sandbox.Unavailable) as error:
+    except (UnknownKata, TargetError, AgainstError, TrlUnavailable, sandbox.Unavailable, seeds.CourseError) as error:
         raise pytest.UsageError(str(error)) from None
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(config.stash[SESSION].kata.checks_path)]
@@ -142,12 +151,14 @@ def _target(config: pytest.Config) -> str | Path:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """End the session (and the warm process, if this run started it); give back the message language."""
+    """End the session (and the warm process, if this run started it); give back the course and the message language."""
     kata_session = config.stash.get(SESSION, None)
     if kata_session:
         kata_session.close()
     if OWNED in config.stash:
         config.stash[OWNED].close()
+    if COURSE in config.stash:
+        seeds.set_course(config.stash[COURSE])
     if LANGUAGE in config.stash:
         set_message_language(config.stash[LANGUAGE])
 

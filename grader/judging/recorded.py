@@ -175,6 +175,23 @@ class ReplayView:
         return _values(entry["output"])
 
 
+def drawn(public: Book, coursed: Book) -> set[str]:
+    """The checks that ask the reference about other inputs under a course than on their own seeds
+    (two recordings of one reference): values recorded in a student pack cannot answer them."""
+
+    def alike(mine: dict, theirs: dict) -> bool:
+        if "unrecordable" in mine or "unrecordable" in theirs:
+            return "unrecordable" in mine and "unrecordable" in theirs
+        return _close(mine["inputs"], theirs["inputs"])
+
+    return {
+        check
+        for check, entries in public.checks.items()
+        if len(entries) != len(coursed.checks.get(check, []))
+        or not all(map(alike, entries, coursed.checks.get(check, [])))
+    }
+
+
 def describe_function(fn) -> dict:
     """What a replayed function needs to look like the reference's: its parameters and returned names."""
     parameters = [

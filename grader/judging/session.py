@@ -30,6 +30,7 @@ import torch
 from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
+from grader.content import seeds
 from grader.content.catalogue import Kata
 from grader.content.i18n import PHRASES, in_each, message_language, say, speaking
 from grader.judging import outcomes
@@ -66,7 +67,9 @@ class KataSession:
         self.source, self.label = target_source(kata, spec)
         self.reference, self.recording = self._expected_values(kata, against, values)
         self.boxes = Boxes(arena, spec, limits)
-        conditions = f"{against=} {limits} sandboxed={arena.sandboxed} {message_language()}"
+        conditions = (
+            f"{against=} {limits} sandboxed={arena.sandboxed} {message_language()} course={seeds.active_label()}"
+        )
         self.fingerprints = Fingerprints(arena.fingerprints, kata, conditions)
         if kata.packed:  # no variant, no reference: recorded fingerprints name, the checks' TODOs locate
             self.naming = PackedNaming(kata, timeout)

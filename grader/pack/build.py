@@ -7,7 +7,10 @@
     OUT/report.txt    per kata: public checks, checks only the instructor's grading runs, variants named
 
 How the public checks work without the reference (grader.judging.recorded):
-1. the reference is graded once with every call into it recorded (katas/SLUG/recorded.bin);
+1. the reference is graded once with every call into it recorded (katas/SLUG/recorded.bin), and
+   once more under the course seed: a public check that asks about the same inputs both times has
+   fixed inputs (the lesson's own examples, mostly), which the report names, since a file could
+   replay their values even under the course;
 2. the reference and every misconception variant are graded again with the recording answering
    in the reference's place (in every language), and each variant live; a check is public when
    the reference passes it from the recording and every variant ends it exactly as it does live;
@@ -32,6 +35,7 @@ from grader.content import catalogue
 from grader.content.i18n import PHRASES
 from grader.content.quiz import has_quiz, reference_answers
 from grader.files import atomic_write
+from grader.judging.recorded import Book, drawn
 from grader.pack import wheel
 from grader.report.results import CheckResult
 
@@ -52,6 +56,7 @@ class Packed:
     private: list[str]
     named: int  # variants the pack still names (that fail at least one public check)
     variants: int
+    fixed: list[str]  # public checks that ask the reference about the same inputs under any course
 
 
 def build(out: Path, slugs: list[str], hints: int | None = None, workers: int = 2) -> list[Packed]:
@@ -62,12 +67,18 @@ def build(out: Path, slugs: list[str], hints: int | None = None, workers: int = 
     pack = out / PACK
     if pack.exists():
         raise PackError(f"{pack} exists already: choose another --out or remove it")
+    course = out / COURSE
+    if not course.exists():
+        from grader.content.seeds import new_course, write_course
+
+        out.mkdir(parents=True, exist_ok=True)
+        write_course(course, new_course())
     with tempfile.TemporaryDirectory(prefix="kata-pack-") as scratch:
-        recordings = Path(scratch)
+        recordings, coursed = Path(scratch) / "public", Path(scratch) / "course"
         settings = Settings()
-        grade_targets(
-            [(kata.slug, "reference") for kata in katas], workers, replace(settings, values=f"record:{recordings}")
-        )
+        references = [(kata.slug, "reference") for kata in katas]
+        grade_targets(references, workers, replace(settings, values=f"record:{recordings}"))
+        grade_targets(references, workers, replace(settings, values=f"record:{coursed}", course=str(course.resolve())))
         targets = [(kata.slug, f"misconception:{m.id}") for kata in katas for m in _own(kata)]
         live = grade_targets(targets, workers, settings)
         replayed = grade_targets(
@@ -88,25 +99,25 @@ def build(out: Path, slugs: list[str], hints: int | None = None, workers: int = 
                 folder / kata.slug / "fingerprints.json", json.dumps(table, ensure_ascii=False, sort_keys=True)
             )
             named = sum(any(check.get(v.split(":", 1)[1]) for check in table["en"].values()) for v in variants)
-            packed.append(Packed(kata.slug, public, private, named, len(variants)))
+            book = Book.load(recordings / f"{kata.slug}.bin")
+            asking = {check for check, entries in book.checks.items() if entries} & set(public)
+            fixed = sorted(asking - drawn(book, Book.load(coursed / f"{kata.slug}.bin")))
+            packed.append(Packed(kata.slug, public, private, named, len(variants), fixed))
     atomic_write(folder / "pack.json", json.dumps({"katas": [kata.slug for kata in katas]}))
     wheel.write_project(pack)
-    course = out / COURSE
-    if not course.exists():
-        from grader.content.seeds import new_course, write_course
-
-        write_course(course, new_course())
     atomic_write(out / REPORT, report_text(packed))
     return packed
 
 
 def report_text(packed: list[Packed]) -> str:
-    """One line per kata: public checks, instructor-only checks, variants named."""
+    """A paragraph per kata: public checks, instructor-only checks, variants named, and the public
+    checks whose recorded values a file could replay even under the course (fixed inputs)."""
     lines = []
     for item in packed:
         lines.append(
             f"{item.slug}: {len(item.public)} public checks, {len(item.private)} only in your grading"
-            f" ({', '.join(item.private) or 'none'}); {item.named} of {item.variants} misconceptions named"
+            f" ({', '.join(item.private) or 'none'}); {item.named} of {item.variants} misconceptions named;"
+            f" {len(item.fixed)} on fixed inputs, the same under your course ({', '.join(item.fixed) or 'none'})"
         )
     return "\n".join(lines) + "\n"
 

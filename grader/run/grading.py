@@ -39,12 +39,14 @@ def pytest_arguments(
     every_language: bool = False,
     checks: list[str] | None = None,
     values: str | None = None,
+    course: str | None = None,
 ) -> list[str]:
     """The arguments of the pytest run that grades `target` and writes its result to `report`, its
     messages in `lang`; with `every_language`, each failed check's message in every language too
     (for a result that is stored and shown later in any: `kata grade`). `checks`: only these
     (CheckResult names); None: every check. `values`: where the expected values are recorded or
-    replayed from ("record:DIR", "replay:DIR": grader.judging.recorded)."""
+    replayed from ("record:DIR", "replay:DIR": grader.judging.recorded). `course`: the course file
+    whose seed the checks draw their inputs under (grader.content.seeds); None: their own seeds."""
     where = str(kata.checks_path)
     arguments = [
         *([where] if checks is None else [f"{where}::test_{name}" for name in checks]),
@@ -85,6 +87,8 @@ def pytest_arguments(
         arguments.append("--kata-every-language")
     if values:
         arguments += ["--kata-values", values]
+    if course:
+        arguments += ["--kata-course", course]
     return arguments
 
 

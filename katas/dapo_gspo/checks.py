@@ -10,6 +10,7 @@ independent, so each TODO's checks call only its own function.
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 from grader.judging.expect import assert_no_gradient
 
@@ -18,7 +19,7 @@ DAPO, PENALTY, KEEP, GSPO = "dapo_loss", "overlong_penalty", "dynamic_sampling_k
 
 def random_batch(seed: int, rows: int = 6, length: int = 7, spread: float = 0.3, dtype=torch.float32):
     """Seeded (new, old, advantages, mask): log-ratios spread * N(0, 1), ragged masks."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     draw = lambda *shape: torch.randn(*shape, generator=generator, dtype=torch.float64)  # noqa: E731
     old = -draw(rows, length).abs() - 0.5
     new = old + spread * draw(rows, length)
@@ -203,7 +204,7 @@ def test_penalty_matches_reference(expect):
 
     zh: `overlong_penalty` 在随机长度、多种软惩罚区上与参考答案比较
     """
-    lengths = torch.randint(0, 80, (40,), generator=torch.Generator().manual_seed(4))
+    lengths = torch.randint(0, 80, (40,), generator=seeds.generator(4))
     for max_length, cache_length in [(64, 16), (50, 50), (30, 1)]:
         expect.matches_reference(PENALTY, lengths, max_length, cache_length)
 
@@ -241,7 +242,7 @@ def test_keep_matches_reference(expect, seed):
 
     zh: `dynamic_sampling_keep` 在打乱的三人组、随机 0/1 奖励上与参考答案比较
     """
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     rewards = torch.randint(0, 2, (24,), generator=generator).double()
     group_ids = torch.arange(8).repeat_interleave(3)[torch.randperm(24, generator=generator)]
     expect.matches_reference(KEEP, rewards, group_ids)

@@ -15,6 +15,7 @@ import random
 
 import pytest
 
+from grader.content import seeds
 from grader.content.i18n import say
 
 CONTRACT = "check_rollout_contract"
@@ -347,7 +348,7 @@ def test_empty_rollout_gives_zero_evidence(expect):
 
 
 def _random_evidence(seed: int):
-    rng = random.Random(seed)
+    rng = random.Random(seeds.number(seed))
     size = rng.randint(2, 5)
     groups = []
     for _ in range(rng.randint(4, 9)):

@@ -16,6 +16,7 @@ import math
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 
 FN = "dpo_loss"
@@ -36,7 +37,7 @@ def lesson_batch():
 
 def random_pairs(seed: int, batch: int = 6, dtype=torch.float32):
     """Seeded sequence-level log-probs; the policy sits a few nats away from the reference."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     draw = lambda: torch.randn(batch, generator=generator, dtype=torch.float64)  # noqa: E731
     ref_chosen, ref_rejected = -(draw().abs() * 20 + 5), -(draw().abs() * 20 + 5)
     policy_chosen, policy_rejected = ref_chosen + 4 * draw(), ref_rejected + 4 * draw()

@@ -8,6 +8,7 @@ Fixtures are chosen so that each plausible wrong convention gives a different nu
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 
 FN = "compute_group_advantages"
@@ -26,7 +27,7 @@ def assert_finite(advantages: torch.Tensor, what: str) -> None:
 
 def random_groups(seed: int, sizes=(3, 1, 5, 2, 4), dtype=torch.float32):
     """Rewards for groups of the given sizes, candidates shuffled, ids not contiguous."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     ids = torch.cat([torch.full((size,), 7 * g - 3) for g, size in enumerate(sizes)])
     rewards = torch.randn(len(ids), generator=generator, dtype=torch.float64).to(dtype) * 2 + 0.5
     order = torch.randperm(len(ids), generator=generator)
@@ -138,7 +139,7 @@ def test_order_and_id_values_do_not_matter(expect):
     rewards, ids = random_groups(5)
     advantages = expect.shaped_like_reference(FN, rewards, ids)
     assert_finite(advantages, f"{FN}(...)")
-    order = torch.randperm(len(ids), generator=torch.Generator().manual_seed(11))
+    order = torch.randperm(len(ids), generator=seeds.generator(11))
     relabelled = ids * 1000 + 12345
     permuted = expect.call(FN, rewards[order], relabelled[order])
     what = say(f"{FN}(...) with candidates permuted and ids relabelled", f"{FN}(...)，打乱候选顺序并给组 id 重新编号后")

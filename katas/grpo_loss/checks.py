@@ -12,6 +12,7 @@ every aggregation is the token mean. Whole-function comparisons are marked `whol
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 from grader.judging.expect import assert_no_gradient
 from katas.group_advantages.checks import (  # noqa: F401  (TODO 1 is graded here too)
@@ -39,7 +40,7 @@ def lesson_batch():
 def random_batch(seed: int, groups: int = 3, size: int = 4, length: int = 7, dtype=torch.float32, spread=0.4):
     """Seeded log-probs (log-ratios spread * N(0, 1): 0.4 puts many ratios outside [0.8, 1.2]),
     shuffled groups, ragged masks."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     rows = groups * size
     draw = lambda *shape: torch.randn(*shape, generator=generator, dtype=torch.float64)  # noqa: E731
     old = -draw(rows, length).abs() - 0.5

@@ -11,6 +11,7 @@ import math
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 
 SAMPLES = 200_000
@@ -25,7 +26,7 @@ Q_ZH = {"near": "较近的 q", "far": "较远的 q"}  # the references' names in
 
 def random_log_probs(seed: int, shape=(4, 6), dtype=torch.float32):
     """Seeded (new_logp, ref_logp): negative log-probs, log ratios of either sign up to ~2."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     new = -torch.rand(shape, generator=generator, dtype=torch.float64) * 3 - 0.05
     ref = new + 0.7 * torch.randn(shape, generator=generator, dtype=torch.float64)
     return new.to(dtype), ref.to(dtype)
@@ -33,7 +34,7 @@ def random_log_probs(seed: int, shape=(4, 6), dtype=torch.float32):
 
 def policy_samples(q_name: str, seed: int = 0):
     """SAMPLES tokens drawn from P: their log-probs under P (new) and under Q[q_name] (ref)."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     tokens = torch.multinomial(P, SAMPLES, replacement=True, generator=generator)
     return P.log()[tokens], Q[q_name].log()[tokens]
 
@@ -50,7 +51,7 @@ def mean_and_standard_error(values: torch.Tensor) -> tuple[float, float]:
 
 def seeded_weights(shape, seed: int):
     """A cotangent: the per-token output is backpropagated as sum(output * weights), so every position counts."""
-    return torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) + 0.5
+    return torch.rand(shape, generator=seeds.generator(seed), dtype=torch.float64) + 0.5
 
 
 def assert_unbiased(expect, name: str, q_name: str) -> None:
@@ -72,7 +73,7 @@ def assert_unbiased(expect, name: str, q_name: str) -> None:
 
 def ragged_batch(seed: int, rows: int = 4, length: int = 6, dtype=torch.float32):
     """Seeded values and a bool mask whose rows keep different numbers of leading positions."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     values = torch.randn(rows, length, generator=generator, dtype=torch.float64).to(dtype) * 2 + 1
     lengths = torch.tensor([length, 2, 1, 4][:rows])
     mask = torch.arange(length) < lengths.unsqueeze(-1)  # (rows, length) bool

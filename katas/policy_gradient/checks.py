@@ -11,6 +11,7 @@ TODO 4 mistake cannot fail it.
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 
 LOSS = "naive_policy_gradient_loss"
@@ -29,7 +30,7 @@ def assert_finite(values: torch.Tensor, what: str) -> None:
 
 def loss_batch(seed: int, rows: int = 5, length: int = 7):
     """Advantages of both signs, log-probs < 0, ragged masks (one full row, one single token)."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     advantages = torch.randn(rows, generator=generator, dtype=torch.float64)  # (B,)
     log_probs = -torch.rand(rows, length, generator=generator, dtype=torch.float64) * 3 - 0.1  # (B, T)
     lengths = torch.randint(1, length + 1, (rows,), generator=generator)
@@ -40,7 +41,7 @@ def loss_batch(seed: int, rows: int = 5, length: int = 7):
 
 def random_groups(seed: int, sizes=(3, 1, 5, 2, 4)):
     """float64 rewards for groups of the given sizes, candidates shuffled, ids not contiguous."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     ids = torch.cat([torch.full((size,), 7 * g - 3) for g, size in enumerate(sizes)])
     rewards = torch.randn(len(ids), generator=generator, dtype=torch.float64) * 2 + 0.5
     order = torch.randperm(len(ids), generator=generator)
@@ -94,7 +95,7 @@ def test_loss_is_exactly_zero_on_padding_and_sends_it_no_gradient(expect):
                 f"{LOSS}(...) 在填充位置上不为 0：{loss[~mask].tolist()}",
             )
         )
-    cotangent = torch.rand(log_probs.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    cotangent = torch.rand(log_probs.shape, generator=seeds.generator(3), dtype=torch.float64)
     expect.gradients_match_reference(LOSS, advantages, log_probs, mask, wrt=("token_log_probs",), cotangent=cotangent)
 
 
@@ -223,7 +224,7 @@ def test_scale_batch_divides_by_the_spread_of_all_rewards(expect, std):
 
 
 def one_group(seed: int, size: int, spread: float = 2.0):
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     rewards = torch.randn(size, generator=generator, dtype=torch.float64) * spread + 0.5
     return rewards, torch.full((size,), 3)
 

@@ -8,6 +8,7 @@ unclipped terms disagree, so a min where a max belongs shows.
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 
 TOL = 1e-9  # float64 comparisons with the oracle and hand-computed values
@@ -15,7 +16,7 @@ TOL = 1e-9  # float64 comparisons with the oracle and hand-computed values
 
 def rollout(seed: int, rows: int = 3, steps: int = 7, dtype=torch.float64):
     """Seeded rewards, values (B, T) and dones (B, T) bool: each row ends an episode mid-way."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     rewards = torch.randn(rows, steps, generator=generator, dtype=torch.float64)
     values = torch.randn(rows, steps, generator=generator, dtype=torch.float64)
     dones = torch.zeros(rows, steps, dtype=torch.bool)
@@ -58,7 +59,7 @@ def ragged_mask(rows: int = 3, steps: int = 7):
 
 
 def seeded(shape, seed: int, scale=1.0, shift=0.0):
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     return torch.randn(shape, generator=generator, dtype=torch.float64) * scale + shift
 
 

@@ -28,6 +28,7 @@ import pytest
 import torch
 
 from grader.builders.reward_model import PAD, VOCAB, WIDTH, make_backbone
+from grader.content import seeds
 from grader.content.i18n import say
 from grader.judging.expect import MissingFunction, fmt, rejects_with_value_error
 from grader.run.judge import Contestant, MissingName, Remote
@@ -68,8 +69,8 @@ class Here:
 def backbone(side, kind: str, seed: int):
     """A seeded backbone for `side`: made in the learner's contestant, or here for the reference."""
     if isinstance(side, Contestant):
-        return side.build("reward_model.make_backbone", kind, seed)
-    return make_backbone(kind, seed)
+        return side.build("reward_model.make_backbone", kind, seeds.number(seed))
+    return make_backbone(kind, seeds.number(seed))
 
 
 def construct(side, *args):
@@ -129,7 +130,7 @@ def build(side, kind: str = "lesson", seed: int = 0, hidden_dim: int = WIDTH):
     problem = head_problem(model) if isinstance(model, Remote) else None
     if problem:
         raise AssertionError(problem)
-    generator = torch.Generator().manual_seed(100 + seed)
+    generator = seeds.generator(100 + seed)
     weight = torch.randn(1, WIDTH, generator=generator)
     model.assign({"value_head.weight": weight, "value_head.bias": torch.randn(1, generator=generator)})
     return model
@@ -154,7 +155,7 @@ def grads(module: Remote) -> dict:
 
 def batch(lengths: list[int], seed: int, length: int = 7):
     """(ids, mask): seeded ids 1..VOCAB-1, right-padded with PAD to `length`; mask bool."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     ids = torch.randint(1, VOCAB, (len(lengths), length), generator=generator)
     mask = torch.arange(length) < torch.tensor(lengths).unsqueeze(-1)  # (B, T)
     return ids.masked_fill(~mask, PAD), mask
@@ -325,7 +326,7 @@ def test_padding_after_the_last_real_token_changes_nothing(expect):
     ids, mask = batch(LENGTHS_ALL_PADDED, seed=2)
     model = build(expect.learner, "causal", 2)
     before = model(ids.clone(), mask.clone())
-    noise = torch.randint(1, VOCAB, ids.shape, generator=torch.Generator().manual_seed(20))
+    noise = torch.randint(1, VOCAB, ids.shape, generator=seeds.generator(20))
     after = model(torch.where(mask, ids, noise), mask.clone())
     expect.same(
         after,
@@ -384,7 +385,7 @@ def test_loss_matches_reference(expect, dtype):
 
     zh: 在带种子的奖励上，损失与参考答案一致，且 dtype 与奖励相同
     """
-    generator = torch.Generator().manual_seed(4)
+    generator = seeds.generator(4)
     chosen = (2.0 * torch.randn(6, generator=generator)).to(dtype)
     rejected = (2.0 * torch.randn(6, generator=generator)).to(dtype)
     loss_matches_reference(expect, chosen, rejected)
@@ -441,7 +442,7 @@ def test_gradient_raises_chosen_and_lowers_rejected(expect):
 
     zh: 梯度下降提高每个被选回答的奖励、降低每个被拒回答的奖励，幅度与参考答案一致
     """
-    generator = torch.Generator().manual_seed(5)
+    generator = seeds.generator(5)
     chosen, rejected = torch.randn(5, generator=generator), torch.randn(5, generator=generator)
     chosen_grad, rejected_grad = loss_gradients(build(expect.learner), chosen, rejected)
     if chosen_grad is None or rejected_grad is None:

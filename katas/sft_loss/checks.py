@@ -10,6 +10,7 @@ of token_log_probs, which the checks pass with requires_grad.
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 
 PROMPTS = [2, 3, 1, 4]  # prompt length of each row
@@ -21,7 +22,7 @@ LOSS = 0  # the index of the loss in the returned (loss, metadata)
 
 def sft_batch(seed: int, dtype=torch.float32, requires_grad: bool = False):
     """Seeded (token_log_probs (4, 9), response_mask (4, 9) bool): prompt, response, padding."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     log_probs = -torch.rand(len(PROMPTS), LENGTH, generator=generator, dtype=torch.float64) * 3 - 0.05
     position = torch.arange(LENGTH)
     start, count = torch.tensor(PROMPTS).unsqueeze(-1), torch.tensor(RESPONSES).unsqueeze(-1)

@@ -11,6 +11,7 @@ import math
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 
 B, T, V = 4, 12, 7
@@ -28,7 +29,7 @@ def ragged_mask():
 
 def ragged_batch(seed: int, dtype=torch.float32):
     """Seeded (logits, input_ids, response_mask): finite logits of spread ~3, ids in [0, V)."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeds.generator(seed)
     logits = 1.5 * torch.randn(B, T, V, generator=generator, dtype=torch.float64)  # (B, T, V)
     ids = torch.randint(0, V, (B, T), generator=generator)  # (B, T)
     return logits.to(dtype), ids, ragged_mask()
@@ -36,7 +37,7 @@ def ragged_batch(seed: int, dtype=torch.float32):
 
 def seeded_weights(shape, seed: int):
     """A cotangent: the output is backpropagated as sum(output * weights), so every column counts."""
-    return torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) + 0.5
+    return torch.rand(shape, generator=seeds.generator(seed), dtype=torch.float64) + 0.5
 
 
 def deep_padding(mask):
@@ -163,7 +164,7 @@ def test_each_log_prob_is_the_logit_minus_the_logsumexp(expect):
 
     zh: logits 沿序列重复：每个对数概率都是 z_y - logsumexp(z)，即使低了 200 nats
     """
-    generator = torch.Generator().manual_seed(6)
+    generator = seeds.generator(6)
     z = 2.0 * torch.randn(B, V, generator=generator, dtype=torch.float64)  # (B, V)
     z[:, :2] -= 200.0  # ids 0 and 1: softmax underflows to 0 in float32
     targets = torch.tensor([0, 1, 4, 6])  # (B,) one id per row, the same at every position
@@ -283,7 +284,7 @@ def test_entropy_matches_reference(expect, dtype):
 
     zh: 随机 logits (3, 5, 11) 的熵与参考答案一致
     """
-    generator = torch.Generator().manual_seed(11)
+    generator = seeds.generator(11)
     logits = 3.0 * torch.randn(3, 5, 11, generator=generator, dtype=torch.float64)
     expect.matches_reference("token_entropy", logits.to(dtype))
 
@@ -294,7 +295,7 @@ def test_entropy_gradients_match_reference(expect):
 
     zh: 熵对 logits 的梯度与参考答案一致
     """
-    generator = torch.Generator().manual_seed(12)
+    generator = seeds.generator(12)
     logits = 2.0 * torch.randn(4, 9, generator=generator, dtype=torch.float64)
     expect.gradients_match_reference("token_entropy", logits, wrt=("logits",), cotangent=seeded_weights((4,), 13))
 

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from grader.builders import toy_grpo as builders
+from grader.content import seeds
 from grader.content.i18n import say
 from grader.judging.expect import CheckFailed, MissingFunction
 from grader.run.judge import MissingName, Refused
@@ -33,8 +34,8 @@ def no_graph() -> str:
 
 def loss_inputs(reference, seed: int, group_size: int = 12):
     """(policy, ref_policy, tokens, old_logp, advantages): ratios spread around the clip, ref != policy."""
-    policy = builders.tiny_policy(seed)
-    ref_policy, generator = builders.nearby_policy(seed)
+    policy = builders.tiny_policy(seeds.number(seed))
+    ref_policy, generator = builders.nearby_policy(seeds.number(seed))
     with torch.no_grad():
         new_logp = reference.next_token_log_probs(policy, BOS)
     tokens = torch.randint(0, VOCAB_SIZE, (group_size,), generator=generator)
@@ -54,7 +55,9 @@ def loss_and_gradients(fn, policy, ref_policy, *args, **kwargs):
 
 def learner_policies(learner, seed: int):
     """The policy and reference policy of `loss_inputs(reference, seed)`, built in the learner's process."""
-    return learner.build("toy_grpo.tiny_policy", seed), learner.build("toy_grpo.reference_policy", seed)
+    return learner.build("toy_grpo.tiny_policy", seeds.number(seed)), learner.build(
+        "toy_grpo.reference_policy", seeds.number(seed)
+    )
 
 
 def learner_loss_and_gradients(expect, policy, ref_policy, *args, **kwargs):
@@ -108,11 +111,11 @@ def test_sampled_group_matches_reference(expect, learner, reference, seed, group
 
     zh: 相同的生成器种子得到与参考答案相同的 token 和旧对数概率
     """
-    policy = builders.tiny_policy(seed)
-    expected = reference.sample_group(policy, BOS, group_size, torch.Generator().manual_seed(seed))
-    remote = learner.build("toy_grpo.tiny_policy", seed)
-    learner.manual_seed(GLOBAL_SEED + seed)  # the global RNG would draw other answers in all three cases
-    got = expect.call("sample_group", remote, BOS, group_size, torch.Generator().manual_seed(seed))
+    policy = builders.tiny_policy(seeds.number(seed))
+    expected = reference.sample_group(policy, BOS, group_size, seeds.generator(seed))
+    remote = learner.build("toy_grpo.tiny_policy", seeds.number(seed))
+    learner.manual_seed(seeds.number(GLOBAL_SEED + seed))  # the global RNG would draw other answers in all three cases
+    got = expect.call("sample_group", remote, BOS, group_size, seeds.generator(seed))
     policy_text, seed_text = say("<tiny GPT-2>", "<小型 `GPT-2`>"), say(f"<seed {seed}>", f"<种子 {seed}>")
     what = call_text("sample_group", policy=policy_text, bos_id=BOS, group_size=group_size, generator=seed_text)
     expect.same(got, expected, what)
@@ -124,8 +127,8 @@ def test_old_log_probs_carry_no_graph(expect, learner):
 
     zh: `old_logp` 是关于采样器的数据：即使权重需要梯度，它也不带计算图
     """
-    policy = learner.build("toy_grpo.tiny_policy", 3)
-    tokens, old_logp = expect.call("sample_group", policy, BOS, 8, torch.Generator().manual_seed(3))
+    policy = learner.build("toy_grpo.tiny_policy", seeds.number(3))
+    tokens, old_logp = expect.call("sample_group", policy, BOS, 8, seeds.generator(3))
     if not isinstance(old_logp, torch.Tensor) or old_logp.requires_grad:
         raise AssertionError(
             say(
@@ -143,10 +146,10 @@ def test_sampling_draws_only_from_the_generator(expect, learner):
 
     zh: 每次抽样都来自传入的生成器：全局随机数生成器保持不变
     """
-    policy = learner.build("toy_grpo.tiny_policy", 4)
-    learner.manual_seed(GLOBAL_SEED)
+    policy = learner.build("toy_grpo.tiny_policy", seeds.number(4))
+    learner.manual_seed(seeds.number(GLOBAL_SEED))
     before = learner.rng_state()
-    expect.call("sample_group", policy, BOS, 16, torch.Generator().manual_seed(4))
+    expect.call("sample_group", policy, BOS, 16, seeds.generator(4))
     if not torch.equal(before, learner.rng_state()):
         raise AssertionError(
             say(
@@ -262,11 +265,11 @@ def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, learner, ref
 
     zh: 单个回答：沿优势方向越过 1 ± `clip_range` 后没有梯度；其他位置有梯度
     """
-    policy = builders.tiny_policy(8)
+    policy = builders.tiny_policy(seeds.number(8))
     tokens = torch.tensor([TARGET])
     with torch.no_grad():
         old_logp = reference.next_token_log_probs(policy, BOS)[tokens] - math.log(ratio)
-    remote = learner.build("toy_grpo.tiny_policy", 8)
+    remote = learner.build("toy_grpo.tiny_policy", seeds.number(8))
     _, grads, _, _ = learner_loss_and_gradients(
         expect, remote, remote, tokens, old_logp, torch.tensor([sign]), clip_range=0.2, beta=0.0
     )
@@ -372,7 +375,9 @@ def _differences(state: dict, snapshot: dict) -> list[str]:
 
 def sync_fixtures(learner, policy_seed: int, old_seed: int):
     """(policy, old_policy) in the learner's process: two tiny policies, the old one frozen."""
-    return learner.build("toy_grpo.tiny_policy", policy_seed), learner.build("toy_grpo.old_policy", old_seed)
+    return learner.build("toy_grpo.tiny_policy", seeds.number(policy_seed)), learner.build(
+        "toy_grpo.old_policy", seeds.number(old_seed)
+    )
 
 
 @pytest.mark.todo(4)
@@ -485,7 +490,7 @@ def test_rejects_inputs_outside_the_contract(expect, learner, reference):
     expect.call("zscore_advantages", torch.tensor([1.0, 0.0, 0.0, 1.0]))  # a valid call does not raise
     _, _, tokens, old_logp, advantages = loss_inputs(reference, 16, group_size=4)
     policy, ref_policy = learner_policies(learner, 16)
-    generator = torch.Generator().manual_seed(0)
+    generator = seeds.generator(0)
     nan = float("nan")
     bad = [
         (say("one reward", "只有一个奖励"), "zscore_advantages", (torch.tensor([1.0]),), {}),
