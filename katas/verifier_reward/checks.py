@@ -12,10 +12,12 @@ format rule reads alike, and its checks on the lesson cases and the hacks are ma
 """
 
 import math
+import random
 
 import pytest
 import torch
 
+from grader.content import seeds
 from grader.content.i18n import say
 
 
@@ -468,3 +470,113 @@ def test_combine_rejects_mismatched_lengths(expect):
     ]
     for why, args in bad:
         expect.raises_value_error(why, "combine_rewards", *args)
+
+
+# -- every TODO on answers drawn from the seed (under a course, other answers than a pack recorded) --
+
+
+def drawn_number(rng: random.Random) -> str:
+    """A number as a model writes one: an integer, a negative one, with thousands commas, or decimals."""
+    value = rng.randrange(1, 100_000)
+    form = rng.choice(["plain", "negative", "commas", "decimals"])
+    if form == "negative":
+        return f"-{value}"
+    if form == "commas":
+        return f"{value:,}"
+    return f"{value}.{rng.randrange(1, 100)}" if form == "decimals" else str(value)
+
+
+def drawn_cases(seed: int, templates: list[str], count: int = 8) -> list[tuple[str, str]]:
+    """`count` (label, text) cases: each a template drawn from `templates`, filled with drawn numbers."""
+    rng = random.Random(seeds.number(seed))
+    cases = []
+    for index in range(count):
+        text = rng.choice(templates).format(a=drawn_number(rng), b=drawn_number(rng))
+        cases.append((say(f"drawn answer {index + 1}", f"抽取的回答 {index + 1}"), text))
+    return cases
+
+
+@pytest.mark.todo(1)
+def test_extract_matches_reference_on_drawn_answers(expect):
+    """Extracted answers vs the reference on answers drawn at random: tags, "####", loose numbers
+
+    zh: 在随机抽取的回答上与参考答案比较提取结果：标签、“####” 与散落的数字
+    """
+    templates = [
+        "<answer>{a}</answer>",
+        "#### {a}",
+        "First {b}, then {a}.",
+        "<answer>{a}</answer> and then {b}",
+        "#### {b}\n<answer>{a}</answer>",
+        "{b} ... #### {a}",
+        "<answer>{b}</answer><answer>{a}</answer>",
+    ]
+    each_case(expect, "extract_answer", [(label, (text,)) for label, text in drawn_cases(40, templates)])
+
+
+@pytest.mark.todo(2)
+def test_well_formed_matches_reference_on_drawn_answers(expect):
+    """Format verdicts vs the reference on answers drawn at random: one tag, two, none, broken
+
+    zh: 在随机抽取的回答上与参考答案比较格式判定：一个标签、两个标签、没有标签、残缺的标签
+    """
+    templates = [
+        "<answer>{a}</answer>",
+        "So: <answer>{a}</answer>",
+        "<answer>{a} {b}</answer>",
+        "<answer>{a}</answer><answer>{b}</answer>",
+        "<answer>{a}",
+        "{a}",
+    ]
+    each_case(expect, "has_well_formed_answer", [(label, (text,)) for label, text in drawn_cases(41, templates)])
+
+
+@pytest.mark.todo(3)
+def test_reward_matches_reference_on_drawn_plain_answers(expect):
+    """Reward values vs the reference on drawn plain answers (one integer, at most one tag), right or wrong
+
+    zh: 在随机抽取的朴素回答（一个整数，至多一个标签）上与参考答案比较奖励值，有对有错
+    """
+    rng = random.Random(seeds.number(42))
+    cases = []
+    for index in range(8):
+        answer = rng.randrange(1, 10_000)
+        text = rng.choice(["<answer>{}</answer>", "So {}."]).format(answer)
+        gold = rng.choice([float(answer), float(answer + rng.randrange(1, 9)), None])
+        cases.append((say(f"drawn answer {index + 1}", f"抽取的回答 {index + 1}"), (text, gold)))
+    each_case(expect, "reward_gsm8k", cases)
+
+
+@pytest.mark.todo(4)
+def test_integer_verifier_matches_reference_on_drawn_responses(expect):
+    """Records vs the reference on drawn responses: a bare integer, one in a sentence, a sum, none
+
+    zh: 在随机抽取的回答上与参考答案比较记录：单独一个整数、句子里的整数、算式、没有整数
+    """
+    rng = random.Random(seeds.number(43))
+    cases = []
+    for index in range(8):
+        a, b = rng.randrange(-50, 500), rng.randrange(0, 500)
+        text = rng.choice(["{a}", " {a}\n", "The answer is {a}.", "{b} + {b} = {a}", "no idea"]).format(a=a, b=b)
+        expected = rng.choice([a, a + 1])
+        cases.append((say(f"drawn response {index + 1}", f"抽取的回答 {index + 1}"), (text, expected)))
+    each_case(expect, "verify_integer_response", cases)
+
+
+@pytest.mark.todo(5)
+def test_combine_matches_reference_on_drawn_scores(expect):
+    """Combined values vs the reference on drawn scores with drawn gaps (None) and drawn weights
+
+    zh: 在随机抽取的分数（含随机缺失的 None）与随机权重上与参考答案比较合并值
+    """
+    rng = random.Random(seeds.number(44))
+    cases = []
+    for index in range(3):
+        functions, responses = rng.randrange(1, 4), rng.randrange(1, 6)
+        scores = [
+            [None if rng.random() < 0.25 else round(rng.uniform(-1, 1), 3) for _ in range(responses)]
+            for _ in range(functions)
+        ]
+        weights = [round(rng.uniform(-1, 2), 3) for _ in range(functions)]
+        cases.append((say(f"drawn scores {index + 1}", f"抽取的分数 {index + 1}"), (scores, weights)))
+    each_case(expect, "combine_rewards", cases)
