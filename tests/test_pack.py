@@ -139,7 +139,7 @@ def _literal(value) -> str:
     return repr(value)
 
 
-REPLAYER = '''import math
+REPLAYER = """import math
 import torch
 
 CASES = {cases}
@@ -162,29 +162,36 @@ def _close(given, recorded):
     return given == recorded
 
 
-def {name}(*args, **kwargs):
-    """Not the math: the answer the pack recorded for these very inputs."""
-    for recorded_args, recorded_kwargs, output in CASES:
+def _replay(name, args, kwargs):
+    \"\"\"Not the math: the answer the pack recorded for these very inputs.\"\"\"
+    for recorded_args, recorded_kwargs, output in CASES[name]:
         if _close(list(args), list(recorded_args)) and _close(kwargs, recorded_kwargs):
             return output.clone() if isinstance(output, torch.Tensor) else output
     raise ValueError("not an input the pack recorded")
-'''
+"""
+FUNCTION = """
+
+def {name}(*args, **kwargs):
+    return _replay({name!r}, args, kwargs)
+"""
 
 
-def replayer(pack: Path) -> str:
+def replayer(pack: Path, slug: str = SLUG) -> str:
     """A file that answers each call with the value the pack's recording holds for those inputs."""
     from grader.judging.recorded import Book, _values
 
-    book = Book.load(pack / "katas" / SLUG / "recorded.bin")
-    (name,) = book.functions
-    cases = [
-        (*_values(entry["inputs"]), _values(entry["output"]))
-        for entries in book.checks.values()
-        for entry in entries
-        if entry["kind"] == "call" and entry["name"] == name and not entry.get("unrecordable")
-    ]
-    assert cases, "the pack must have recorded something to replay"
-    return REPLAYER.format(cases=_literal(cases), name=name)
+    book = Book.load(pack / "katas" / slug / "recorded.bin")
+    cases = {
+        name: [
+            (*_values(entry["inputs"]), _values(entry["output"]))
+            for entries in book.checks.values()
+            for entry in entries
+            if entry["kind"] == "call" and entry["name"] == name and not entry.get("unrecordable")
+        ]
+        for name in book.functions
+    }
+    assert any(cases.values()), "the pack must have recorded something to replay"
+    return REPLAYER.format(cases=_literal(cases)) + "".join(FUNCTION.format(name=name) for name in cases)
 
 
 def test_recorded_values_cannot_be_replayed_into_a_grade(out, tmp_path):
