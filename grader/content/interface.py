@@ -87,6 +87,10 @@ PHRASES = {
         "drill_same": "{same} of {n} blanks as in the reference",
         # kata grade
         "grade_no_katas": "name at least one kata",
+        # kata pack
+        "pack_kata": "{slug}: {public} public checks, {private} only in your grading ({names}); {named} of {variants} misconceptions named; {fixed} on fixed inputs, the same under your course ({fixed_names})",
+        "pack_none": "none",
+        "pack_wrote": "student pack: {pack}\ncourse seed (keep it): {course}\nreport: {report}",
         "course_missing": "no course file {path}: `kata pack` writes one (OUT/course.toml)",
         "course_unreadable": "cannot read the course file {path}: {why}",
         "course_malformed": '{path} is not a course file: it holds `seed = "<64 hex digits>"`',
@@ -225,6 +229,9 @@ PHRASES = {
         "drill_wrong": "；参考答案是 ",
         "drill_same": "{n} 个空白中有 {same} 个与参考答案相同",
         "grade_no_katas": "请至少给出一个 kata",
+        "pack_kata": "{slug}：{public} 项公开检查，{private} 项只在你的评分中运行（{names}）；{variants} 个误区中有 {named} 个仍能被指出；{fixed} 项的输入是固定的，在你的课程下也不变（{fixed_names}）",
+        "pack_none": "无",
+        "pack_wrote": "学生包：{pack}\n课程种子（请保管好）：{course}\n报告：{report}",
         "course_missing": "没有课程文件 {path}：`kata pack` 会写一个（OUT/course.toml）",
         "course_unreadable": "无法读取课程文件 {path}：{why}",
         "course_malformed": '{path} 不是课程文件：课程文件的内容是 `seed = "<64 位十六进制数>"`',

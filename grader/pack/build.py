@@ -59,8 +59,9 @@ class Packed:
     fixed: list[str]  # public checks that ask the reference about the same inputs under any course
 
 
-def build(out: Path, slugs: list[str], hints: int | None = None, workers: int = 2) -> list[Packed]:
-    """Build OUT (see the module docstring) for `slugs` (and the katas their references include)."""
+def build(out: Path, slugs: list[str], hints: int | None = None, workers: int = 2, lang: str = "en") -> list[Packed]:
+    """Build OUT (see the module docstring) for `slugs` (and the katas their references include);
+    the report in `lang`."""
     from grader.classroom.batch import Settings, grade_targets
 
     katas = _with_includes(slugs)
@@ -105,20 +106,33 @@ def build(out: Path, slugs: list[str], hints: int | None = None, workers: int = 
             packed.append(Packed(kata.slug, public, private, named, len(variants), fixed))
     atomic_write(folder / "pack.json", json.dumps({"katas": [kata.slug for kata in katas]}))
     wheel.write_project(pack)
-    atomic_write(out / REPORT, report_text(packed))
+    atomic_write(out / REPORT, report_text(packed, lang))
     return packed
 
 
-def report_text(packed: list[Packed]) -> str:
-    """A paragraph per kata: public checks, instructor-only checks, variants named, and the public
-    checks whose recorded values a file could replay even under the course (fixed inputs)."""
-    lines = []
-    for item in packed:
-        lines.append(
-            f"{item.slug}: {len(item.public)} public checks, {len(item.private)} only in your grading"
-            f" ({', '.join(item.private) or 'none'}); {item.named} of {item.variants} misconceptions named;"
-            f" {len(item.fixed)} on fixed inputs, the same under your course ({', '.join(item.fixed) or 'none'})"
-        )
+def report_text(packed: list[Packed], lang: str = "en") -> str:
+    """A line per kata: public checks, instructor-only checks, variants named, and the public checks
+    whose recorded values a file could replay even under the course (fixed inputs)."""
+    from grader.content.i18n import phrase
+
+    def names(checks: list[str]) -> str:
+        return ", ".join(checks) or phrase(lang, "pack_none")
+
+    lines = [
+        phrase(
+            lang,
+            "pack_kata",
+            slug=item.slug,
+            public=len(item.public),
+            private=len(item.private),
+            names=names(item.private),
+            named=item.named,
+            variants=item.variants,
+            fixed=len(item.fixed),
+            fixed_names=names(item.fixed),
+        )  # fmt: skip
+        for item in packed
+    ]
     return "\n".join(lines) + "\n"
 
 
