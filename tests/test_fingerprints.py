@@ -86,3 +86,17 @@ def test_a_mistake_is_named_alike_in_either_language_from_fingerprints_of_its_ow
     assert messages, "the two runs wrote the same messages: the Chinese one is not Chinese"
     assert len(list(fingerprints_folder().glob(f"{KATA.slug}-*.json"))) == 2
     assert message_language() == "en"  # the run left the process's own language as it was
+
+
+def test_a_pack_names_a_mistake_whose_numbers_differ_in_the_last_digits():
+    """A student pack compares how a check ended with how a variant's run ended where the pack was
+    built: the same words, and numbers to 3 significant figures (another CPU rounds differently)."""
+    from grader.judging.naming import same_words
+
+    recorded = "f(x=[1.0, 2.0]) at index 1: expected 0.7071068, got 0.7071067 (difference 1e-07)"
+    assert same_words(recorded, recorded.replace("0.7071067 ", "0.7071069 "))
+    assert same_words(recorded, recorded.replace("1e-07", "1.2e-07"))
+    assert not same_words(recorded, recorded.replace("0.7071067 ", "0.7081067 "))  # another value
+    assert not same_words(recorded, recorded.replace("index 1", "index 2"))
+    assert not same_words(recorded, recorded.replace("expected", "wanted"))
+    assert not same_words(recorded, recorded + " 3")

@@ -9,10 +9,12 @@ kept for the file's later checks. Only this judge writes the fingerprint store.
 
 A student pack has no variant: `PackedNaming` names from how each variant's run of each check
 ended where the pack was built (katas/SLUG/fingerprints.json: {language: {check name: {variant:
-[status, message] or None}}}), compared with how the file's run ended, in the same words.
+[status, message] or None}}}), compared with how the file's run ended: in the same words, the numbers to 3 significant figures.
 """
 
 import json
+import math
+import re
 import time
 
 import pytest
@@ -98,11 +100,29 @@ class PackedNaming:
         self.table = json.loads((kata.folder / "fingerprints.json").read_text(encoding="utf-8"))
 
     def failing_alike(self, item: pytest.Item, failure: BaseException, deadline: float) -> list[str]:
-        """The variants whose recorded run of this check ended as `failure` ends it, word for word."""
+        """The variants whose recorded run of this check ended as `failure` ends it: the same status,
+        the same words, the same numbers to 3 significant figures (another CPU rounds in the last digits)."""
         outcome = outcomes.from_exception(failure, self.timeout)
-        wanted = [outcome.status, outcome.message]
         recorded = self.table.get(message_language(), {}).get(item.name, {})
-        return [variant for variant, ending in recorded.items() if ending == wanted]
+        return [
+            variant
+            for variant, ending in recorded.items()
+            if ending is not None and ending[0] == outcome.status and same_words(ending[1], outcome.message)
+        ]
 
     def close(self) -> None:
         return None
+
+
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def same_words(recorded: str, message: str) -> bool:
+    """`message` is `recorded` but for numbers that agree to 3 significant figures (or within 1e-6)."""
+    words, numbers = NUMBER.split(recorded), NUMBER.findall(recorded)
+    if NUMBER.split(message) != words:
+        return False
+    return all(
+        math.isclose(float(a), float(b), rel_tol=1e-3, abs_tol=1e-6)
+        for a, b in zip(numbers, NUMBER.findall(message), strict=True)
+    )
