@@ -3,7 +3,8 @@
 The zip (`build_zip`) holds the project's own source (pyproject.toml, README.md and its packages),
 `setup.sh` (run once, as root, when the image is built: Python >= 3.11, a venv at ROOT/venv, CPU
 torch, then this package), `run_autograder` (run per submission) and `gradescope.json` (the
-slugs, the scoring, the visibility). Gradescope unpacks it into ROOT/source.
+slugs, the scoring, the visibility; the language and the feedback's kind where not the default).
+Gradescope unpacks it into ROOT/source.
 
 `run` grades ROOT/submission/SLUG.py for each slug with the judge of `kata grade` (batch: one
 student folder, in the OS sandbox where bwrap works, else without it, said in "output") and
@@ -11,9 +12,10 @@ writes ROOT/results/results.json: {"score", "tests": [{"name", "score", "max_sco
 "visibility"}], "output"}. One test per TODO, the whole-function checks (where the kata has them)
 and the input contract (scoring "todos": each key's points, gradesheet.earned_points) or per check
 (scoring "checks": 1 each); every test's output is the kata's feedback text (feedback.feedback_text:
-never reference code). ROOT is $KATA_AUTOGRADER_ROOT, /autograder by default. When the grader
-fails on a file (batch.error_record), `run` writes no results.json and exits 3: Gradescope then
-shows an autograder failure, never a 0 for the student.
+never reference code; with feedback "graded", the default, never the corrected code either). ROOT
+is $KATA_AUTOGRADER_ROOT, /autograder by default. When the grader fails on a file
+(batch.error_record), `run` writes no results.json and exits 3: Gradescope then shows an
+autograder failure, never a 0 for the student.
 """
 
 import json
@@ -24,7 +26,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from grader.report.results import SCORINGS
+from grader.report.results import FEEDBACKS, SCORINGS
 
 ROOT_VARIABLE = "KATA_AUTOGRADER_ROOT"
 CONFIG = "gradescope.json"
@@ -103,18 +105,25 @@ def source_files(root: Path) -> list[Path]:
 
 
 def build_zip(
-    slugs: list[str], out: Path, scoring: str = "todos", visibility: str = "visible", lang: str = "en"
+    slugs: list[str],
+    out: Path,
+    scoring: str = "todos",
+    visibility: str = "visible",
+    lang: str = "en",
+    feedback_kind: str = "graded",
 ) -> list[str]:
     """Write the autograder zip to `out`; return its member names. setup.sh and run_autograder are 0755.
-    `lang`: the language of the feedback and the results' texts."""
+    `lang`: the language of the feedback and the results' texts; `feedback_kind`: the feedback's kind (FEEDBACKS)."""
     from grader.content import catalogue
 
     for slug in slugs:
         catalogue.get_kata(slug)  # UnknownKata names the slug
-    if scoring not in SCORINGS or visibility not in VISIBILITIES:
-        raise GradescopeError(f"bad scoring {scoring!r} or visibility {visibility!r}")
+    if scoring not in SCORINGS or visibility not in VISIBILITIES or feedback_kind not in FEEDBACKS:
+        raise GradescopeError(f"bad scoring {scoring!r}, visibility {visibility!r} or feedback {feedback_kind!r}")
     root = project_root()
-    config = {"slugs": slugs, "scoring": scoring, "visibility": visibility} | ({"lang": lang} if lang != "en" else {})
+    config = {"slugs": slugs, "scoring": scoring, "visibility": visibility}
+    config |= {"lang": lang} if lang != "en" else {}
+    config |= {"feedback": feedback_kind} if feedback_kind != "graded" else {}
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
             info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
@@ -134,7 +143,9 @@ def autograder_root() -> Path:
     return Path(os.environ.get(ROOT_VARIABLE) or "/autograder")
 
 
-def grade_submission(submission: Path, slugs: list[str], scoring: str, visibility: str, lang: str = "en") -> dict:
+def grade_submission(
+    submission: Path, slugs: list[str], scoring: str, visibility: str, lang: str = "en", feedback_kind: str = "graded"
+) -> dict:
     """results.json for the kata files in `submission` (a folder): see the module's docstring."""
     from grader.classroom import batch, feedback, gradesheet
     from grader.content.i18n import phrase
@@ -160,7 +171,7 @@ def grade_submission(submission: Path, slugs: list[str], scoring: str, visibilit
     tests = []
     for slug in slugs:
         record = run.records.get((STUDENT, slug))
-        text = feedback.feedback_text(slug, record, lang)
+        text = feedback.feedback_text(slug, record, lang, feedback_kind)
         entry = sheet["students"][STUDENT][slug]
         tests += _tests(slug, entry, sheet["points"][slug], scoring, text, visibility, lang)
     files = ", ".join(f"{slug}.py" for slug in slugs)
@@ -210,7 +221,12 @@ def run(root: Path | None = None) -> Path:
     root = root or autograder_root()
     config = json.loads((root / "source" / CONFIG).read_text(encoding="utf-8"))
     results = grade_submission(
-        root / "submission", config["slugs"], config["scoring"], config["visibility"], config.get("lang", "en")
+        root / "submission",
+        config["slugs"],
+        config["scoring"],
+        config["visibility"],
+        config.get("lang", "en"),
+        config.get("feedback", "graded"),
     )
     path = root / "results" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)

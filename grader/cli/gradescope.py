@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from grader.cli.options import SLUG, lang_option, scoring_option
+from grader.cli.options import SLUG, feedback_option, lang_option, scoring_option
 from grader.content import catalogue
 from grader.content.i18n import phrase, pick_language
 from grader.report.console import console
@@ -30,8 +30,11 @@ from grader.report.console import console
     show_default=True,
     help="When students see the tests' results.",
 )
+@feedback_option
 @lang_option
-def gradescope(katas: tuple[catalogue.Kata, ...], out: Path, scoring: str, visibility: str, lang: str | None) -> int:
+def gradescope(
+    katas: tuple[catalogue.Kata, ...], out: Path, scoring: str, visibility: str, feedback_kind: str, lang: str | None
+) -> int:
     """Build a Gradescope autograder for SLUG...: students upload SLUG.py files.
 
     \b
@@ -39,14 +42,15 @@ def gradescope(katas: tuple[catalogue.Kata, ...], out: Path, scoring: str, visib
     torch, this package), run_autograder (grades the submission with the
     checks of `kata check`, in the sandbox where bwrap works, and writes
     results.json) and gradescope.json (the katas and options);
-    --lang: the language of the feedback students get.
+    --lang: the language of the feedback students get; --feedback: what it
+    says of a known mistake (graded: in words, never the fix).
     """
     from grader.classroom import gradescope as build
 
     lang = pick_language(lang)
     slugs = list(dict.fromkeys(kata.slug for kata in katas))
     try:
-        names = build.build_zip(slugs, out, scoring, visibility, lang)
+        names = build.build_zip(slugs, out, scoring, visibility, lang, feedback_kind)
     except build.GradescopeError as error:
         raise click.UsageError(str(error)) from None
     console.print(phrase(lang, "gs_wrote", out=out, n=len(names)), markup=False)
