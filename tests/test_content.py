@@ -18,7 +18,7 @@ from rich.console import Console
 
 from grader.classroom import batch
 from grader.content import render
-from grader.content.catalogue import DIFFICULTIES, KATAS_DIR, all_katas
+from grader.content.catalogue import DIFFICULTIES, KATAS_DIR, all_katas, localized
 from grader.report.results import Location
 from grader.report.terminal import build_report
 from grader.run import sandbox
@@ -288,6 +288,62 @@ def test_at_least_five_misconceptions_each_a_single_edit(kata):
         assert variant != kata.solution()
         assert item.title["en"] and CJK.search(item.title["zh"]) and CJK.search(item.explanation["zh"])
         compile(variant, item.id, "exec")
+
+
+SHORTEST_CODE = 6  # characters: a line of code this long or longer must not appear in graded text
+
+
+def _code_lines(text: str) -> set[str]:
+    """The lines of `text` read as code, stripped, their comments cut off: SHORTEST_CODE characters or more."""
+    lines = (line.split("  #")[0].strip() for line in text.splitlines())
+    return {line for line in lines if len(line) >= SHORTEST_CODE and not line.startswith("#")}
+
+
+def _todo_statements(source: str) -> set[str]:
+    """The reference's statements inside its TODOs (as tests/test_pack.py finds them, shorter ones too)."""
+    lines = source.splitlines()
+    return {
+        code
+        for region in render.find_regions(source)
+        for code in _code_lines("\n".join(lines[region.start + 1 : region.end]))
+    }
+
+
+def _code_in_graded(text: str, item, statements: set[str]) -> list[str]:
+    """What of a graded text is code: backticks, the misconception's edit (`find`, `replace`, any of
+    their lines), a reference statement of a TODO."""
+    edit = {item.find.strip(), item.replace.strip()} - {""} | _code_lines(item.find) | _code_lines(item.replace)
+    return (["`"] if "`" in text else []) + sorted(code for code in edit | statements if code in text)
+
+
+def test_graded_text_with_code_in_it_is_found():
+    """The rule below finds each kind of code: a backtick, the edit, a line of the edit, a TODO statement."""
+    kata = next(kata for kata in KATAS if kata.slug == "group_advantages")
+    item = kata.misconception("sample_std")
+    statements = _todo_statements(kata.solution())
+    line = sorted(statements)[0]
+    assert _code_in_graded("divide by `n`", item, statements) == ["`"]
+    assert item.replace.strip() in _code_in_graded(f"it wrote {item.replace.strip()} here", item, statements)
+    assert item.find.strip() in _code_in_graded(f"not {item.find.strip()}", item, statements)
+    assert line in _code_in_graded(f"the reference has {line}", item, statements)
+    assert not _code_in_graded(localized(item.graded, "en"), item, statements)
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=SLUGS)
+def test_every_misconception_has_a_graded_text_in_both_languages_without_code(kata):
+    """Issue 28: what graded feedback says of a misconception (its graded explanation, and its graded
+    title where it has one) is in English and Chinese and holds no code: no backticks, none of the
+    misconception's edit, no statement of the reference's TODOs. `kata grade`, Gradescope and the
+    student pack tell a mistake by it, never by the code that fixes it."""
+    statements = _todo_statements(kata.solution())
+    for item in kata.misconceptions:
+        texts = [item.graded] + ([item.graded_title] if item.graded_title else [])
+        for texts_of in texts:
+            assert set(texts_of) == {"en", "zh"}, f"{item.id}: graded text needs en and zh, has {sorted(texts_of)}"
+            assert not CJK.search(texts_of["en"]) and CJK.search(texts_of["zh"]), item.id
+            for lang, text in texts_of.items():
+                code = _code_in_graded(text, item, statements)
+                assert not code, f"{item.id}: the graded {lang} text holds code: {code}"
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=SLUGS)

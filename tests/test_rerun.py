@@ -2,9 +2,9 @@
 
 The key (grader.classroom.batch.digest) covers every file a contestant can read of the student's
 folder, exactly what staging copies (grader.run.staging.staged_names), and every setting that can
-change whether a check passes. The language, the scoring and the points are not in it: a record
-holds each failed check's message in every language, and a rerun that changes only those renders
-the stored records again without grading.
+change whether a check passes. The language, the scoring, the points and the feedback's kind
+(--feedback) are not in it: a record holds each failed check's message in every language, and a
+rerun that changes only those renders the stored records again without grading.
 """
 
 import json
@@ -108,7 +108,8 @@ def test_every_setting_is_in_the_rerun_key(tmp_path):
         keys.add(digest_of(folder, replace(base, **{item.name: other})))
     seeds.write_course(course, seeds.new_course())  # another course, in the same file: graded again
     keys.add(digest_of(folder, replace(base, course=str(course))))
-    assert len(keys) == len(fields(base)) + 2 and "lang" not in {item.name for item in fields(base)}
+    assert len(keys) == len(fields(base)) + 2
+    assert not {"lang", "scoring", "points", "feedback"} & {item.name for item in fields(base)}  # shown, not graded
 
 
 # -- every language in a record, shown in one ---------------------------------------------------
@@ -205,7 +206,7 @@ def test_a_rerun_with_another_timeout_memory_or_sandbox_grades_again(tmp_path, k
 
 
 @pytest.mark.slow
-def test_a_rerun_with_only_lang_scoring_or_points_grades_nothing_and_speaks_that_language(tmp_path, kata_main):
+def test_a_rerun_with_only_lang_scoring_points_or_feedback_grades_nothing_and_speaks_that_language(tmp_path, kata_main):
     """zh after en: the stored failures read in Chinese, as `kata check --lang zh` words them; en again after."""
     from grader.run import wire
     from grader.run.grading import run_checks
@@ -250,7 +251,9 @@ def test_a_rerun_with_only_lang_scoring_or_points_grades_nothing_and_speaks_that
     assert zh_error != record("c")["load_errors"]["en"] and zh_error in sheet["students"]["c"][SLUG]["load_error"]
     assert zh_error.split("\n")[0] in (out / "feedback" / "c" / f"{SLUG}.txt").read_text(encoding="utf-8")
 
-    output, sheet = grade("--lang", "en", "--scoring", "checks", "--points", tmp_path / "points.toml")
+    output, sheet = grade(
+        "--lang", "en", "--scoring", "checks", "--points", tmp_path / "points.toml", "--feedback", "full"
+    )
     assert "graded 0, unchanged 4" in output and sheet["scoring"] == "checks" and sheet["points"][SLUG]["todo1"] == 3
     assert failures(sheet, "b") == english == [m["en"] for m in (c["messages"] for c in record("b")["checks"]) if m]
     text = (out / "feedback" / "b" / f"{SLUG}.txt").read_text(encoding="utf-8")

@@ -6,10 +6,10 @@ graded file, atomically, the moment it is graded. A rerun reuses a result whose 
 key) is unchanged: every file a contestant can read of the student's folder (exactly what staging
 copies, grader.run.staging.staged_names: the kata file, helpers, files named after other katas),
 the kata (checks, reference, misconceptions), the grader's own source and the Settings (each can
-change whether a check passes). `force` regrades everything. The language, the scoring and the
-points are not in the key: a record holds each failed check's message in every language
-(CheckResult.messages), and the grade sheet and feedback are rendered from the records, so a change
-of --lang, --scoring or --points grades nothing again.
+change whether a check passes). `force` regrades everything. The language, the scoring, the
+points and the feedback's kind are not in the key: a record holds each failed check's message in
+every language (CheckResult.messages), and the grade sheet and feedback are rendered from the
+records, so a change of --lang, --scoring, --points or --feedback grades nothing again.
 
 One file (`grade_file`, in a worker of grader.classroom.workers): the worker forks a judge that
 runs, in-process, the same pytest run `kata check` starts (grader.run.grading.pytest_arguments),
@@ -54,7 +54,7 @@ JUDGE_LANGUAGE = "en"  # the judge's own language; the records hold every langua
 class Settings:
     """How a file is graded. Each field can change whether a check passes, so all of them are in
     the rerun key (digest hashes this object's repr); what only changes how a result is shown
-    (the language, the scoring, the points) does not belong here."""
+    (the language, the scoring, the points, the feedback's kind) does not belong here."""
 
     timeout: float = DEFAULT_TIMEOUT  # seconds per check
     memory_mb: int = DEFAULT_MEMORY_MB  # memory each check may add

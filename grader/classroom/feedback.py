@@ -5,7 +5,9 @@
 
 The report names the mistake, where it lies, the failing checks with their call, expected and got
 values, and the next step, in the language asked for (the record holds the checks' messages in
-every language: GradeResult.in_language); it never holds reference code. A file whose
+every language: GradeResult.in_language); it never holds reference code. With feedback "graded"
+(the default) a misconception is told by its graded text, which never gives the corrected code, and
+the next step never points to `kata solution`; "full" gives `kata check`'s text (report.terminal). A file whose
 grading gave no checks (it crashed or hung while loading, was refused), one that ran out of time
 or crashed alike in every check, and one not handed in get one line saying so. <student> is the display name, cut and hashed if very long (names.file_name).
 """
@@ -29,8 +31,9 @@ EVERY_CHECK = {
 }
 
 
-def feedback_text(slug: str, record: dict | None, lang: str) -> str:
-    """The plain-text feedback on one student's file for kata `slug` (None: not handed in)."""
+def feedback_text(slug: str, record: dict | None, lang: str, feedback: str = "graded") -> str:
+    """The plain-text feedback on one student's file for kata `slug` (None: not handed in);
+    `feedback`: "graded" or "full" (see the module docstring)."""
     if record is None:
         return MISSING.get(lang, MISSING["en"]).format(slug=slug) + "\n"
     result = GradeResult.from_json(record["grade"]).in_language(lang)
@@ -47,7 +50,7 @@ def feedback_text(slug: str, record: dict | None, lang: str) -> str:
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=80, theme=THEME, color_system=None, highlight=False)
-    console.print(build_report(result, catalogue.get_kata(slug), lang, f"{slug}.py"))
+    console.print(build_report(result, catalogue.get_kata(slug), lang, f"{slug}.py", graded=feedback == "graded"))
     return buffer.getvalue()
 
 
@@ -72,13 +75,16 @@ def _longest_backtick_run(text: str) -> int:
     return longest
 
 
-def write_feedback(out: Path, students: list[str], katas: list[str], records: dict, lang: str) -> list[Path]:
-    """Write every student's feedback file for every kata; returns the paths written."""
+def write_feedback(
+    out: Path, students: list[str], katas: list[str], records: dict, lang: str, feedback: str = "graded"
+) -> list[Path]:
+    """Write every student's feedback file for every kata (`feedback`: "graded" or "full"); returns
+    the paths written."""
     written = []
     for student in students:
         folder = out / "feedback" / file_name(student)
         for slug in katas:
-            text = feedback_text(slug, records.get((student, slug)), lang)
+            text = feedback_text(slug, records.get((student, slug)), lang, feedback)
             for path, content in (
                 (folder / f"{slug}.txt", text),
                 (folder / f"{slug}.md", markdown(student, slug, text)),

@@ -3,9 +3,10 @@
 The zip (`build_zip`) holds the project's own source (pyproject.toml, README.md and its packages),
 `setup.sh` (run once, as root, when the image is built: Python >= 3.11, a venv at ROOT/venv, CPU
 torch, then this package), `run_autograder` (run per submission) and `gradescope.json` (the
-slugs, the scoring, the visibility), and with a course `course.toml`, its seed (`kata pack`
-makes one): the checks then draw their inputs under it, so that values recorded in a student pack
-earn nothing. Gradescope unpacks it into ROOT/source, which the sandbox never binds.
+slugs, the scoring, the visibility; the language and the feedback's kind where not the default),
+and with a course `course.toml`, its seed (`kata pack` makes one): the checks then draw their
+inputs under it, so that values recorded in a student pack earn nothing. Gradescope unpacks it
+into ROOT/source, which the sandbox never binds.
 
 `run` grades ROOT/submission/SLUG.py for each slug with the judge of `kata grade` (batch: one
 student folder, in the OS sandbox where bwrap works, else without it, said in "output") and
@@ -13,9 +14,10 @@ writes ROOT/results/results.json: {"score", "tests": [{"name", "score", "max_sco
 "visibility"}], "output"}. One test per TODO, the whole-function checks (where the kata has them)
 and the input contract (scoring "todos": each key's points, gradesheet.earned_points) or per check
 (scoring "checks": 1 each); every test's output is the kata's feedback text (feedback.feedback_text:
-never reference code). ROOT is $KATA_AUTOGRADER_ROOT, /autograder by default. When the grader
-fails on a file (batch.error_record), `run` writes no results.json and exits 3: Gradescope then
-shows an autograder failure, never a 0 for the student.
+never reference code; with feedback "graded", the default, never the corrected code either). ROOT
+is $KATA_AUTOGRADER_ROOT, /autograder by default. When the grader fails on a file
+(batch.error_record), `run` writes no results.json and exits 3: Gradescope then shows an
+autograder failure, never a 0 for the student.
 """
 
 import json
@@ -26,7 +28,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from grader.report.results import SCORINGS
+from grader.report.results import FEEDBACKS, SCORINGS
 
 ROOT_VARIABLE = "KATA_AUTOGRADER_ROOT"
 CONFIG = "gradescope.json"
@@ -111,20 +113,24 @@ def build_zip(
     scoring: str = "todos",
     visibility: str = "visible",
     lang: str = "en",
+    feedback_kind: str = "graded",
     course: str | None = None,
 ) -> list[str]:
     """Write the autograder zip to `out`; return its member names. setup.sh and run_autograder are 0755.
-    `lang`: the language of the feedback and the results' texts; `course`: a course secret
-    (grader.content.seeds), kept in the zip as COURSE for the grading to draw its inputs under."""
+    `lang`: the language of the feedback and the results' texts; `feedback_kind`: the feedback's kind
+    (FEEDBACKS); `course`: a course secret (grader.content.seeds), kept in the zip as COURSE for the
+    grading to draw its inputs under."""
     from grader.content import catalogue
     from grader.content.seeds import course_text
 
     for slug in slugs:
         catalogue.get_kata(slug)  # UnknownKata names the slug
-    if scoring not in SCORINGS or visibility not in VISIBILITIES:
-        raise GradescopeError(f"bad scoring {scoring!r} or visibility {visibility!r}")
+    if scoring not in SCORINGS or visibility not in VISIBILITIES or feedback_kind not in FEEDBACKS:
+        raise GradescopeError(f"bad scoring {scoring!r}, visibility {visibility!r} or feedback {feedback_kind!r}")
     root = project_root()
-    config = {"slugs": slugs, "scoring": scoring, "visibility": visibility} | ({"lang": lang} if lang != "en" else {})
+    config = {"slugs": slugs, "scoring": scoring, "visibility": visibility}
+    config |= {"lang": lang} if lang != "en" else {}
+    config |= {"feedback": feedback_kind} if feedback_kind != "graded" else {}
     config |= {"course": COURSE} if course else {}
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
@@ -148,7 +154,13 @@ def autograder_root() -> Path:
 
 
 def grade_submission(
-    submission: Path, slugs: list[str], scoring: str, visibility: str, lang: str = "en", course: Path | None = None
+    submission: Path,
+    slugs: list[str],
+    scoring: str,
+    visibility: str,
+    lang: str = "en",
+    feedback_kind: str = "graded",
+    course: Path | None = None,
 ) -> dict:
     """results.json for the kata files in `submission` (a folder): see the module's docstring.
     `course`: the course file whose seed the checks draw their inputs under."""
@@ -176,7 +188,7 @@ def grade_submission(
     tests = []
     for slug in slugs:
         record = run.records.get((STUDENT, slug))
-        text = feedback.feedback_text(slug, record, lang)
+        text = feedback.feedback_text(slug, record, lang, feedback_kind)
         entry = sheet["students"][STUDENT][slug]
         tests += _tests(slug, entry, sheet["points"][slug], scoring, text, visibility, lang)
     files = ", ".join(f"{slug}.py" for slug in slugs)
@@ -227,7 +239,13 @@ def run(root: Path | None = None) -> Path:
     config = json.loads((root / "source" / CONFIG).read_text(encoding="utf-8"))
     course = root / "source" / config["course"] if "course" in config else None
     results = grade_submission(
-        root / "submission", config["slugs"], config["scoring"], config["visibility"], config.get("lang", "en"), course
+        root / "submission",
+        config["slugs"],
+        config["scoring"],
+        config["visibility"],
+        config.get("lang", "en"),
+        config.get("feedback", "graded"),
+        course,
     )
     path = root / "results" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)

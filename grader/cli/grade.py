@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from grader import DEFAULT_MEMORY_MB
-from grader.cli.options import lang_option, scoring_option, timeout_option
+from grader.cli.options import feedback_option, lang_option, scoring_option, timeout_option
 from grader.content import catalogue
 from grader.content.i18n import phrase, pick_language
 from grader.report.console import console, errors
@@ -58,6 +58,7 @@ from grader.run.interrupt import exit_status
     is_flag=True,
     help="Run the files' code outside the OS sandbox (bwrap); said in the output, grades.json and JUnit.",
 )
+@feedback_option
 @lang_option
 def grade(
     submissions: Path,
@@ -71,6 +72,7 @@ def grade(
     course_file: Path | None,
     force: bool,
     no_sandbox: bool,
+    feedback_kind: str,
     lang: str | None,
 ) -> int:
     """Grade a class: SUBMISSIONS holds one folder per student, each with any number of kata files.
@@ -81,12 +83,14 @@ def grade(
     as each file finishes, so a rerun grades only what is new or changed
     (Ctrl-C stops a run: exit 130; 143 after SIGTERM). Writes OUT/grades.csv,
     OUT/grades.json, OUT/junit/STUDENT.xml and OUT/feedback/STUDENT/KATA.txt
-    (and .md): the report each student would get from `kata check`, and
-    OUT/report.html, the class at a glance. Scores (--scoring, --points) and
-    the language (--lang) come from the saved results: changing them grades
-    nothing again. With --course, the checks draw their inputs under the
-    course's seed: values recorded in a student pack cannot pass them.
-    Exit 3: the grader failed on some file (not a grade).
+    (and .md): the report each student would get from `kata check`, a known
+    mistake told in words, never the fix (--feedback full: as `kata check`
+    tells it), and OUT/report.html, the class at a glance. Scores (--scoring,
+    --points), the language (--lang) and --feedback come from the saved
+    results: changing them grades nothing again. With --course, the checks
+    draw their inputs under the course's seed: values recorded in a student
+    pack cannot pass them. Exit 3: the grader failed on some file (not a
+    grade).
     """
     from grader.classroom import batch, feedback, gradesheet, report_html
     from grader.classroom.names import display_name
@@ -139,7 +143,7 @@ def grade(
     sheet = gradesheet.build_sheet(roster, run.records, scoring, points, lang)
     gradesheet.write_sheet(sheet, out)
     report_html.write_report(sheet, out, lang)
-    feedback.write_feedback(out, roster.students, roster.katas, run.records, lang)
+    feedback.write_feedback(out, roster.students, roster.katas, run.records, lang, feedback_kind)
     wrote = ", ".join(
         display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback", "report.html")
     )

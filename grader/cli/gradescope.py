@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from grader.cli.options import SLUG, lang_option, scoring_option
+from grader.cli.options import SLUG, feedback_option, lang_option, scoring_option
 from grader.content import catalogue, seeds
 from grader.content.i18n import phrase, pick_language
 from grader.report.console import console
@@ -37,6 +37,7 @@ from grader.report.console import console
     help="The course file `kata pack` wrote (OUT/course.toml), put in the zip: the checks draw their inputs"
     " under its seed.",
 )
+@feedback_option
 @lang_option
 def gradescope(
     katas: tuple[catalogue.Kata, ...],
@@ -44,6 +45,7 @@ def gradescope(
     scoring: str,
     visibility: str,
     course_file: Path | None,
+    feedback_kind: str,
     lang: str | None,
 ) -> int:
     """Build a Gradescope autograder for SLUG...: students upload SLUG.py files.
@@ -53,8 +55,9 @@ def gradescope(
     torch, this package), run_autograder (grades the submission with the
     checks of `kata check`, in the sandbox where bwrap works, and writes
     results.json) and gradescope.json (the katas and options);
-    --lang: the language of the feedback students get; --course: grade
-    under the seed of a course, as `kata grade --course` does.
+    --lang: the language of the feedback students get; --feedback: what it
+    says of a known mistake (graded: in words, never the fix); --course:
+    grade under the seed of a course, as `kata grade --course` does.
     """
     from grader.classroom import gradescope as build
 
@@ -65,7 +68,7 @@ def gradescope(
     except seeds.CourseError as error:
         raise click.BadParameter(str(error), param_hint="--course") from None
     try:
-        names = build.build_zip(slugs, out, scoring, visibility, lang, course)
+        names = build.build_zip(slugs, out, scoring, visibility, lang, feedback_kind, course)
     except build.GradescopeError as error:
         raise click.UsageError(str(error)) from None
     console.print(phrase(lang, "gs_wrote", out=out, n=len(names)), markup=False)

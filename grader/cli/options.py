@@ -1,4 +1,5 @@
-"""What the `kata` commands share: the SLUG argument, the --workspace, --lang, --timeout and --scoring options,
+"""What the `kata` commands share: the SLUG argument, the --workspace, --lang, --timeout, --scoring and
+--feedback options,
 and opening the workspace (its warnings printed on stderr). `--lang` may also come before the
 command (`kata --lang zh check X`); the command's own wins."""
 
@@ -12,7 +13,7 @@ from grader.content import catalogue
 from grader.content.catalogue import Kata
 from grader.content.i18n import command_language, phrase
 from grader.report.console import errors
-from grader.report.results import SCORINGS
+from grader.report.results import FEEDBACKS, SCORINGS
 
 
 class KataSlug(click.ParamType):
@@ -75,6 +76,24 @@ def timeout_option(command):
 def scoring_option(help: str):
     """--scoring todos|checks (default todos), with a command's own `help`."""
     return click.option("--scoring", type=click.Choice(SCORINGS), default="todos", show_default=True, help=help)
+
+
+FEEDBACK_HELP = (
+    "graded: a known mistake told in words, never the corrected code, and no `kata solution`;"
+    " full: the text of `kata check`."
+)
+
+
+def feedback_option(command):
+    """--feedback graded|full (default graded): what the feedback students get says of a mistake."""
+    return click.option(
+        "--feedback",
+        "feedback_kind",
+        type=click.Choice(FEEDBACKS),
+        default="graded",
+        show_default=True,
+        help=FEEDBACK_HELP,
+    )(command)
 
 
 def flush_warnings(workspace: Workspace) -> None:

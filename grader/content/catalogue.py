@@ -62,12 +62,29 @@ class Todo(NamedTuple):
 
 
 class Misconception(NamedTuple):
+    """A known mistake: a textual edit of the reference (`find` -> `replace`) and what a learner hears.
+
+    `title` and `explanation` are what `kata check` says (they may show code and the fix);
+    `graded` (and `graded_title`, where the title shows code) is what graded feedback says: what
+    went wrong, in words, never the corrected code (`kata grade`, Gradescope, the student pack).
+    """
+
     id: str
     todo: int
     title: dict[str, str]
     explanation: dict[str, str]
     find: str
     replace: str
+    graded: dict[str, str] = {}
+    graded_title: dict[str, str] = {}
+
+    def title_in(self, lang: str, graded: bool = False) -> str:
+        """The title in `lang`; `graded`: the graded title where there is one."""
+        return localized((graded and self.graded_title) or self.title, lang)
+
+    def explanation_in(self, lang: str, graded: bool = False) -> str:
+        """The explanation in `lang`; `graded`: the graded one (a pack's explanation already is)."""
+        return localized((graded and self.graded) or self.explanation, lang)
 
 
 @dataclass(frozen=True)
@@ -108,7 +125,16 @@ class Kata:
         path = self.folder / "misconceptions.toml"
         entries = _read_toml(path).get("misconception", []) if path.exists() else []
         own = [
-            Misconception(m["id"], m["todo"], m["title"], m["explanation"], m.get("find", ""), m.get("replace", ""))
+            Misconception(
+                m["id"],
+                m["todo"],
+                m["title"],
+                m["explanation"],
+                m.get("find", ""),
+                m.get("replace", ""),
+                m.get("graded", {}),
+                m.get("graded_title", {}),
+            )
             for m in entries
         ]
         return tuple(m for kata in self.includes for m in kata.misconceptions) + tuple(own)

@@ -68,6 +68,7 @@ PHRASES = {
         "located_pack": "The failing checks' TODOs locate the mistake (the pack has no reference to compare TODO by TODO).",
         "next_done_pack": "All checks pass. Hand your file in: your instructor's grading also runs checks\n"
         "  that only it can run.",
+        "next_done_graded": "All checks pass.",
         "unknown_mistake": "Not a known mistake: none of this kata's known mistakes fails these checks the same way.",
         "next_outside": "Next: put the code outside the TODOs back as the exercise gives it"
         " (kata reset {slug} writes a blank copy and keeps yours as a backup)",
@@ -111,6 +112,7 @@ PHRASES = {
         "located_time": "定位错误耗时过长，因此改按失败检查所属的 TODO 定位。",
         "located_pack": "按失败检查所属的 TODO 定位错误（学生包里没有参考答案，无法逐个 TODO 对照）。",
         "next_done_pack": "全部检查通过。请提交你的文件：教师评分时还会运行一些只能在那里运行的检查。",
+        "next_done_graded": "全部检查通过。",
         "unknown_mistake": "不是已知的错误：本 kata 的已知误区都不会让这些检查以同样方式失败。",
         "next_outside": "下一步：把 TODO 之外的代码恢复成练习给出的样子"
         "（kata reset {slug} 会写出空白副本，并把你的文件保留为备份）",

@@ -128,10 +128,11 @@ class Expect:
                     say(
                         f"{name} changed its input `{label}` in place.\n"
                         f"  before: {fmt(before)}\n  after:  {fmt(now)}\n"
-                        "Build new tensors instead (x = x - m, not x -= m or x.sub_(m)).",
+                        "An input must come back as it was: an in-place operation on it (such as -= or .sub_())"
+                        " writes into the caller's tensor.",
                         f"{name} 原地修改了输入 `{label}`。\n"
                         f"  修改前：{fmt(before)}\n  修改后：{fmt(now)}\n"
-                        "请改为构造新的张量（写 `x = x - m`，不要写 `x -= m` 或 `x.sub_(m)`）。",
+                        "输入必须保持原样：对它做原地运算（如 `-=` 或 `.sub_()`）会写进调用者的张量。",
                     )
                 )
         return result

@@ -211,14 +211,20 @@ def _write_kata(folder: Path, kata: catalogue.Kata, public: list[str], private: 
 
 
 def _graded(kata: catalogue.Kata) -> list[dict]:
-    """The kata's own misconceptions as a student sees them: no edit, the graded explanation only."""
+    """The kata's own misconceptions as a student sees them: no edit, the graded title and
+    explanation only (catalogue.Misconception)."""
     path = kata.folder / "misconceptions.toml"
     entries = tomllib.loads(path.read_text(encoding="utf-8")).get("misconception", []) if path.exists() else []
     missing = [entry["id"] for entry in entries if "graded" not in entry]
     if missing:
         raise PackError(f"{kata.slug}: misconceptions without a graded explanation: {', '.join(missing)}")
     return [
-        {"id": entry["id"], "todo": entry["todo"], "title": entry["title"], "explanation": entry["graded"]}
+        {
+            "id": entry["id"],
+            "todo": entry["todo"],
+            "title": entry.get("graded_title", entry["title"]),
+            "explanation": entry["graded"],
+        }
         for entry in entries
     ]
 

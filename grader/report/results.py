@@ -16,6 +16,7 @@ from grader.report.inert import inert
 
 STATUSES = ("passed", "failed", "error", "timeout")
 SCORINGS = ("todos", "checks")  # a file's score: points per TODO, or the fraction of checks passed (gradesheet)
+FEEDBACKS = ("graded", "full")  # feedback on work handed in: graded texts only, or `kata check`'s (report.terminal)
 
 
 @dataclass

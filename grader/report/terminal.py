@@ -3,6 +3,10 @@
 Checks are grouped by TODO. A TODO whose checks all pass is one line; a failing check shows its
 message (the call, expected, got, largest difference and where), what the code printed, and
 the misconception it fits. The report ends with what to do next and the plain summary line.
+
+A `graded` report (`kata grade`, Gradescope: feedback on work handed in) tells each misconception
+by its graded title and explanation, which say what went wrong and never the corrected code, and
+its next step never points to `kata solution`; otherwise it is the report of `kata check`.
 """
 
 from rich.console import Group, RenderableType
@@ -26,9 +30,10 @@ def summary_line(result: GradeResult) -> str:
 
 
 def build_report(
-    result: GradeResult, kata: Kata, lang: str, target_label: str, verbose: bool = False
+    result: GradeResult, kata: Kata, lang: str, target_label: str, verbose: bool = False, graded: bool = False
 ) -> RenderableType:
-    """The whole report; at most DETAILED failures per TODO are shown in full unless `verbose`."""
+    """The whole report; at most DETAILED failures per TODO are shown in full unless `verbose`;
+    `graded`: as feedback on work handed in (see the module docstring)."""
     parts: list[RenderableType] = [
         Prose(Text.assemble((f"{kata.slug} · {localized(kata.title, lang)}", "title"), ("  " + target_label, "muted"))),
         Text(),
@@ -48,11 +53,11 @@ def build_report(
         ]
     else:
         for todo, checks in _by_todo(result.checks):
-            parts += _todo_section(todo, checks, kata, lang, None if verbose else DETAILED, result.diagnosis)
+            parts += _todo_section(todo, checks, kata, lang, None if verbose else DETAILED, result.diagnosis, graded)
         if result.diagnosis:
-            parts += _diagnosis(result, kata, lang)
+            parts += _diagnosis(result, kata, lang, graded)
     parts += _location(result, lang)
-    parts += [Prose(_next_step(result, kata, lang), "next"), Text(summary_line(result))]
+    parts += [Prose(_next_step(result, kata, lang, graded), "next"), Text(summary_line(result))]
     return Trimmed(Group(*parts))
 
 
@@ -78,6 +83,7 @@ def _todo_section(
     lang: str,
     detailed: int | None,
     diagnosis: str | None = None,
+    graded: bool = False,
 ) -> list[RenderableType]:
     passed = sum(check.status == "passed" for check in checks)
     label = f"TODO {todo}" if isinstance(todo, int) else phrase(lang, todo)
@@ -103,10 +109,11 @@ def _todo_section(
     titles_shown = {check.title_in(lang) for check in shown}
     for check in failing:
         if check in shown:
-            lines.append(_failed_check(check, kata, lang))
+            lines.append(_failed_check(check, kata, lang, graded))
         elif check is briefly[check.title_in(lang)][0]:
             cases = briefly[check.title_in(lang)]
-            lines.append(_failed_title(cases, kata, lang, diagnosis, check.title_in(lang) in titles_shown))
+            shown_too = check.title_in(lang) in titles_shown
+            lines.append(_failed_title(cases, kata, lang, diagnosis, shown_too, graded))
     if detailed is not None and len(failing) > detailed:
         lines.append(_pad(Prose(phrase(lang, "more", slug=kata.slug), "muted"), (0, 0, 0, 4)))
     lines.append(Text())
@@ -126,14 +133,19 @@ def _most_telling(failing: list[CheckResult], detailed: int | None) -> list[Chec
 
 
 def _failed_title(
-    cases: list[CheckResult], kata: Kata, lang: str, diagnosis: str | None, another_shown: bool = False
+    cases: list[CheckResult],
+    kata: Kata,
+    lang: str,
+    diagnosis: str | None,
+    another_shown: bool = False,
+    graded: bool = False,
 ) -> RenderableType:
     """Failed checks of one title, in two lines: the title and the misconception it fits (unless
     that is the overall diagnosis); then how many cases (when `another_shown`: beyond the one shown
     in full) and the first one's reason, its message's last line, cut to the width."""
     check = cases[0]
     named = check.misconception and check.misconception != diagnosis
-    tag = f"  ⚑ {localized(kata.misconception(check.misconception).title, lang)}" if named else ""
+    tag = f"  ⚑ {kata.misconception(check.misconception).title_in(lang, graded)}" if named else ""
     line = Prose(
         Text.assemble(
             (f"{SYMBOL[check.status]} ", check.status), (check.title_in(lang), check.status), (tag, "misconception")
@@ -147,7 +159,7 @@ def _failed_title(
     return _pad(Group(line, _pad(below, (0, 0, 0, 2))) if below.plain else line, (0, 0, 0, 2))
 
 
-def _failed_check(check: CheckResult, kata: Kata, lang: str) -> RenderableType:
+def _failed_check(check: CheckResult, kata: Kata, lang: str, graded: bool = False) -> RenderableType:
     source = f"  ({phrase(lang, 'from_trl')})" if check.expected_from == "trl" else ""
     parts: list[RenderableType] = [
         Prose(
@@ -161,22 +173,22 @@ def _failed_check(check: CheckResult, kata: Kata, lang: str) -> RenderableType:
         parts.append(_pad(Prose(phrase(lang, "printed"), "muted"), (0, 0, 0, 2)))
         parts.append(_pad(Prose(_clip(check.output.rstrip(), OUTPUT_LINES, lang), "muted"), (0, 0, 0, 4)))
     if check.misconception:
-        title = localized(kata.misconception(check.misconception).title, lang)
+        title = kata.misconception(check.misconception).title_in(lang, graded)
         parts.append(_pad(Prose(f"⚑ {title}", "misconception"), (0, 0, 0, 2)))
     return _pad(Group(*parts), (0, 0, 0, 2))
 
 
-def _diagnosis(result: GradeResult, kata: Kata, lang: str) -> list[RenderableType]:
+def _diagnosis(result: GradeResult, kata: Kata, lang: str, graded: bool = False) -> list[RenderableType]:
     item = kata.misconception(result.diagnosis)
     count = sum(result.diagnosis in check.matches for check in result.checks)
     return [
         Prose(
             Text.assemble(
-                (f"⚑ {phrase(lang, 'likely')}{phrase(lang, 'colon')}{localized(item.title, lang)}", "misconception"),
+                (f"⚑ {phrase(lang, 'likely')}{phrase(lang, 'colon')}{item.title_in(lang, graded)}", "misconception"),
                 (f"  {phrase(lang, 'seen_in', n=count)}", "muted"),
             )
         ),
-        _pad(Prose(localized(item.explanation, lang)), (0, 0, 1, 2)),
+        _pad(Prose(item.explanation_in(lang, graded)), (0, 0, 1, 2)),
     ]
 
 
@@ -205,7 +217,7 @@ def _location(result: GradeResult, lang: str) -> list[RenderableType]:
     return [*lines, Text()]
 
 
-def _next_step(result: GradeResult, kata: Kata, lang: str) -> str:
+def _next_step(result: GradeResult, kata: Kata, lang: str, graded: bool = False) -> str:
     if result.load_error:
         return phrase(lang, "next_load", slug=kata.slug)
     if result.location is not None and result.location.method == "outside_todos":
@@ -214,6 +226,8 @@ def _next_step(result: GradeResult, kata: Kata, lang: str) -> str:
         return phrase(lang, "next_fix", todo=result.todos_to_fix[0], slug=kata.slug)
     if result.failed:
         return phrase(lang, "next_fix", todo=kata.todos[-1].number, slug=kata.slug)
+    if graded:  # feedback on work handed in: nothing to compare with
+        return phrase(lang, "next_done_graded")
     return phrase(lang, "next_done_pack" if in_pack() else "next_done", slug=kata.slug)
 
 

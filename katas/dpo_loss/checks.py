@@ -324,8 +324,8 @@ def test_implicit_rewards_are_detached(expect):
         if reward.requires_grad or reward.grad_fn is not None:
             raise AssertionError(
                 say(
-                    f"{where}: {name} is still attached to the graph; detach it",
-                    f"{where}：`{name}` 仍连在计算图上；请用 `.detach()` 断开",
+                    f"{where}: {name} is still attached to the graph: a reward for logging carries no gradient",
+                    f"{where}：`{name}` 仍连在计算图上：用于日志的奖励不带梯度",
                 )
             )
 

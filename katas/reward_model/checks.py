@@ -448,8 +448,8 @@ def test_gradient_raises_chosen_and_lowers_rejected(expect):
     if chosen_grad is None or rejected_grad is None:
         raise AssertionError(
             say(
-                "no gradient reached the rewards: compute the loss from them with differentiable ops",
-                "梯度没有传到奖励：请用可微的运算从奖励算出损失",
+                "no gradient reached the rewards: the loss was not computed from them with differentiable ops",
+                "梯度没有传到奖励：损失不是用可微的运算从奖励算出的",
             )
         )
     if not bool((chosen_grad < 0).all() and (rejected_grad > 0).all()):

@@ -262,18 +262,18 @@ def test_accumulated_gradients_equal_the_full_batch(expect, steps):
     if any(grad is None for grad in grads) or full["token_log_probs"] is None:
         raise AssertionError(
             say(
-                f"{STEP}: no gradient reached token_log_probs; call loss.backward()",
-                f"{STEP}：没有梯度到达 `token_log_probs`；请调用 `loss.backward()`",
+                f"{STEP}: no gradient reached token_log_probs: the step did not backpropagate its loss",
+                f"{STEP}：没有梯度到达 `token_log_probs`：这一步没有把损失反向传播回去",
             )
         )
     if not close(sum(losses), full_loss):
         raise AssertionError(
             say(
                 f"{STEP}: the {steps} microbatch losses (k = {steps}) add up to {sum(losses):.6g}, "
-                f"but the whole batch (k = 1) gives {full_loss:.6g}: divide each microbatch's mean by "
-                "k, and each sequence by the constant, not by a token count",
+                f"but the whole batch (k = 1) gives {full_loss:.6g}: each microbatch's mean is divided "
+                "by k, and each sequence by the constant, not by a token count",
                 f"{STEP}：{steps} 个微批次的损失（k = {steps}）之和为 {sum(losses):.6g}，"
-                f"但整个批次（k = 1）得到 {full_loss:.6g}：每个微批次的均值要除以 k，"
+                f"但整个批次（k = 1）得到 {full_loss:.6g}：本题中每个微批次的均值除以 k，"
                 "每个序列除以常数，而不是除以 token 数",
             )
         )
@@ -320,8 +320,8 @@ def test_microbatch_loss_is_positive_and_pushes_response_log_probs_up(expect):
     if grad is None:
         raise AssertionError(
             say(
-                f"{STEP}: no gradient reached token_log_probs; call loss.backward()",
-                f"{STEP}：没有梯度到达 `token_log_probs`；请调用 `loss.backward()`",
+                f"{STEP}: no gradient reached token_log_probs: the step did not backpropagate its loss",
+                f"{STEP}：没有梯度到达 `token_log_probs`：这一步没有把损失反向传播回去",
             )
         )
     if not (loss > 0 and bool((grad[mask] < 0).all()) and bool((grad[~mask] == 0).all())):

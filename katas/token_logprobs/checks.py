@@ -146,11 +146,10 @@ def test_junk_in_padding_logits_changes_nothing_and_sends_no_nan_gradient(expect
                 f"with NaN/inf logits in the padding, the gradient of `logits` is NaN, inf or nonzero "
                 f"at positions {positions} (row, position): a masked position must send "
                 "back exactly 0. Zeroing the output there afterwards is too late: backward multiplies "
-                "0 by the NaN of its log-softmax. Replace the logits before the log-softmax (torch.where)",
+                "0 by the NaN of its log-softmax",
                 f"填充位置的 `logits` 为 NaN/inf 时，`logits` 的梯度在位置 {positions}（行，位置）上"
                 "是 NaN、inf 或非零值：被掩码屏蔽的位置必须传回恰好为 0 的梯度。事后再把那里的输出置 0 "
-                "已经太晚：反向传播会用 0 乘以 `log_softmax` 的 NaN。应在 `log_softmax` 之前替换 `logits`"
-                "（`torch.where`）",
+                "已经太晚：反向传播会用 0 乘以 `log_softmax` 的 NaN",
             )
         )
 
@@ -211,9 +210,9 @@ def test_masked_columns_are_exactly_zero(expect):
         raise AssertionError(
             say(
                 f"column {t} of row {b} scores a token outside the response but holds {value:.6g}; "
-                "it must be exactly 0.0 (masked_fill(~mask, 0.0) after the gather)",
+                "it must be exactly 0.0, as every position outside the response is",
                 f"第 {b} 行第 {t} 列给回答之外的 token 打分，却是 {value:.6g}；"
-                "它必须恰好为 0.0（`gather` 之后用 `masked_fill(~mask, 0.0)`）",
+                "它必须恰好为 0.0，回答之外的每个位置都是如此",
             )
         )
 

@@ -133,9 +133,9 @@ def test_old_log_probs_carry_no_graph(expect, learner):
         raise AssertionError(
             say(
                 "sample_group(policy=<tiny GPT-2 whose parameters require grad>, ...) returned old_logp attached to "
-                "the policy's graph (requires_grad=True); record it without a graph (torch.no_grad or .detach())",
+                "the policy's graph (requires_grad=True): a record of the sampling carries no graph",
                 "sample_group(policy=<参数需要梯度的小型 `GPT-2`>, ...) 返回的 `old_logp` 连着策略的计算图"
-                "（requires_grad=True）；记录它时不要带计算图（`torch.no_grad` 或 `.detach()`）",
+                "（requires_grad=True）：对采样的记录不带计算图",
             )
         )
 
@@ -337,10 +337,10 @@ def test_reference_policy_receives_no_gradient(expect, learner, reference):
         raise AssertionError(
             say(
                 f"grpo_step_loss(..., ref_policy=<parameters require grad>, beta=0.5): {len(reached)} of {total} "
-                f"reference parameters got a gradient (first: {reached[0]}); compute the reference's log-probs "
-                "without a graph",
+                f"reference parameters got a gradient (first: {reached[0]}): the reference's log-probs were "
+                "computed with a graph",
                 f"grpo_step_loss(..., ref_policy=<参数需要梯度>, beta=0.5)：参考策略的 {total} 个参数中有 "
-                f"{len(reached)} 个得到了梯度（第一个：`{reached[0]}`）；计算参考策略的对数概率时不要带计算图",
+                f"{len(reached)} 个得到了梯度（第一个：`{reached[0]}`）：参考策略的对数概率是带着计算图算出的",
             )
         )
 
@@ -358,10 +358,10 @@ def test_old_log_probs_receive_no_gradient(expect, learner, reference):
     if grad is not None and bool((grad != 0).any()):
         raise AssertionError(
             say(
-                "grpo_step_loss(..., old_logp=<requires grad>): a gradient reached old_logp; it is a fixed sample: "
-                "use old_logp.detach() in the ratio",
-                "grpo_step_loss(..., old_logp=<需要梯度>)：有梯度传到了 `old_logp`；它是固定的样本："
-                "在策略比率中用 `old_logp.detach()`",
+                "grpo_step_loss(..., old_logp=<requires grad>): a gradient reached old_logp, a fixed sample: "
+                "the ratio lets a gradient flow into it",
+                "grpo_step_loss(..., old_logp=<需要梯度>)：有梯度传到了 `old_logp`，而它是固定的样本："
+                "策略比率让梯度流进了它",
             )
         )
 
@@ -427,9 +427,9 @@ def test_synced_old_policy_is_an_independent_snapshot(expect, learner):
         raise AssertionError(
             say(
                 f"after sync_old_policy, an in-place update of the policy also changed {len(moved)} tensors of "
-                f"old_policy (first: {moved[0]}): they share storage; copy the values instead",
+                f"old_policy (first: {moved[0]}): they share storage, and old_policy holds no values of its own",
                 f"调用 `sync_old_policy` 之后，原地更新策略也改动了 `old_policy` 的 {len(moved)} 个张量"
-                f"（第一个：`{moved[0]}`）：它们共享存储；应当复制数值",
+                f"（第一个：`{moved[0]}`）：它们共享存储，`old_policy` 没有自己的数值",
             )
         )
 
