@@ -198,6 +198,19 @@ def test_penalty_is_minus_one_past_max_length(expect):
     assert_penalties(expect, [21, 25, 60], [-1.0, -1.0, -1.0])
 
 
+@pytest.mark.todo(2)
+def test_penalty_matches_reference_on_drawn_lengths_and_zones(expect):
+    """overlong_penalty vs the reference on drawn lengths, each side of a drawn soft zone
+
+    zh: `overlong_penalty` 在随机长度、随机软惩罚区两侧与参考答案比较
+    """
+    generator = seeds.generator(7)
+    max_length = int(torch.randint(20, 60, (), generator=generator))
+    cache_length = int(torch.randint(1, 16, (), generator=generator))
+    lengths = torch.randint(0, max_length + 10, (24,), generator=generator)
+    expect.matches_reference(PENALTY, lengths, max_length, cache_length)
+
+
 @pytest.mark.whole
 def test_penalty_matches_reference(expect):
     """overlong_penalty vs the reference on seeded lengths, for several soft zones
@@ -233,6 +246,20 @@ def test_groups_whose_rewards_agree_are_dropped(expect):
                 f"应为 {want}，实际为 {got}",
             )
         )
+
+
+@pytest.mark.todo(3)
+def test_keep_matches_reference_on_drawn_groups(expect):
+    """dynamic_sampling_keep vs the reference on drawn 0/1 rewards in drawn groups of 1 to 4
+
+    zh: `dynamic_sampling_keep` 在随机分组（每组 1 到 4 个）、随机 0/1 奖励上与参考答案比较
+    """
+    generator = seeds.generator(8)
+    sizes = torch.randint(1, 5, (8,), generator=generator)
+    group_ids = torch.arange(8).repeat_interleave(sizes)
+    group_ids = group_ids[torch.randperm(len(group_ids), generator=generator)]
+    rewards = torch.randint(0, 2, (len(group_ids),), generator=generator).double()
+    expect.matches_reference(KEEP, rewards, group_ids)
 
 
 @pytest.mark.whole

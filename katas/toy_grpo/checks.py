@@ -208,6 +208,19 @@ def test_tiny_spread_shows_how_eps_enters(expect):
     expect.matches_reference("zscore_advantages", rewards, eps=1e-8)
 
 
+@pytest.mark.todo(2)
+@pytest.mark.parametrize("seed", [21, 22])
+def test_advantages_match_reference_on_drawn_groups(expect, seed):
+    """Matches the reference on drawn groups of rewards: 0/1 answers and partial credit
+
+    zh: 在随机抽取的奖励组（0/1 回答与部分得分）上与参考答案一致
+    """
+    generator = seeds.generator(seed)
+    correct = torch.randint(0, 2, (12,), generator=generator).float()
+    expect.matches_reference("zscore_advantages", correct)
+    expect.matches_reference("zscore_advantages", torch.rand(7, generator=generator))
+
+
 # -- TODO 3: the loss ------------------------------------------------------------------------------
 
 
