@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from replayer import replayer
 
 from grader.content import catalogue, render
 from grader.pack.build import build
@@ -123,77 +124,6 @@ def test_installs_offline_and_grades_from_recorded_values(out, outside_tmp):
     assert ast.parse((work / "kata_workspace" / f"{SLUG}.py").read_text(encoding="utf-8"))
 
 
-def _literal(value) -> str:
-    """Python source that rebuilds a recorded value (how a student would paste it into a file)."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return f"torch.tensor({value.tolist()!r}, dtype={value.dtype}).reshape({tuple(value.shape)!r})"
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return f"float({str(value)!r})"
-    if isinstance(value, (list, tuple)):
-        inner = ", ".join(map(_literal, value))
-        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{key!r}: {_literal(item)}" for key, item in value.items()) + "}"
-    return repr(value)
-
-
-REPLAYER = """import math
-import torch
-
-CASES = {cases}
-
-
-def _close(given, recorded):
-    if isinstance(recorded, torch.Tensor):
-        return (
-            isinstance(given, torch.Tensor) and given.shape == recorded.shape and given.dtype == recorded.dtype
-            and torch.allclose(given.double(), recorded.double(), rtol=1e-6, atol=1e-9, equal_nan=True)
-        )
-    if isinstance(recorded, (list, tuple)):
-        return isinstance(given, (list, tuple)) and len(given) == len(recorded) and all(map(_close, given, recorded))
-    if isinstance(recorded, dict):
-        return isinstance(given, dict) and given.keys() == recorded.keys() and all(
-            _close(given[key], recorded[key]) for key in recorded
-        )
-    if isinstance(recorded, float) and isinstance(given, (int, float)):
-        return math.isclose(given, recorded, rel_tol=1e-9) or (given != given and recorded != recorded)
-    return given == recorded
-
-
-def _replay(name, args, kwargs):
-    \"\"\"Not the math: the answer the pack recorded for these very inputs.\"\"\"
-    for recorded_args, recorded_kwargs, output in CASES[name]:
-        if _close(list(args), list(recorded_args)) and _close(kwargs, recorded_kwargs):
-            return output.clone() if isinstance(output, torch.Tensor) else output
-    raise ValueError("not an input the pack recorded")
-"""
-FUNCTION = """
-
-def {name}(*args, **kwargs):
-    return _replay({name!r}, args, kwargs)
-"""
-
-
-def replayer(pack: Path, slug: str = SLUG) -> str:
-    """A file that answers each call with the value the pack's recording holds for those inputs."""
-    from grader.judging.recorded import Book, _values
-
-    book = Book.load(pack / "katas" / slug / "recorded.bin")
-    cases = {
-        name: [
-            (*_values(entry["inputs"]), _values(entry["output"]))
-            for entries in book.checks.values()
-            for entry in entries
-            if entry["kind"] == "call" and entry["name"] == name and not entry.get("unrecordable")
-        ]
-        for name in book.functions
-    }
-    assert any(cases.values()), "the pack must have recorded something to replay"
-    return REPLAYER.format(cases=_literal(cases)) + "".join(FUNCTION.format(name=name) for name in cases)
-
-
 def test_recorded_values_cannot_be_replayed_into_a_grade(out, tmp_path):
     """On the checks' own seeds the replaying file passes every check the pack recorded values for
     (the attack is real); graded under the course seed `kata pack` wrote, it fails each that draws
@@ -203,7 +133,10 @@ def test_recorded_values_cannot_be_replayed_into_a_grade(out, tmp_path):
 
     need_sandbox()
     submissions = tmp_path / "class"
-    for student, source in (("replayer", replayer(out / "pack")), ("honest", catalogue.get_kata(SLUG).solution())):
+    for student, source in (
+        ("replayer", replayer(out / "pack", SLUG)),
+        ("honest", catalogue.get_kata(SLUG).solution()),
+    ):
         (submissions / student).mkdir(parents=True)
         (submissions / student / f"{SLUG}.py").write_text(source, encoding="utf-8")
 
