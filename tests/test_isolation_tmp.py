@@ -2,12 +2,13 @@
 more of /tmp than its part of the allow-list (grader.run.sandbox: `kept_binds`, `_fresh_place`).
 
 The installation is made the way `pip install .` lays out the project: a virtualenv in a fresh
-folder of /tmp whose site-packages holds copies of `grader`, `gpu_labs`, `katas` and `reference` (the sandbox
-binds that site-packages, beneath /tmp, and covers `reference` and `katas` in it); torch, pytest and
-the rest come from this environment's own site-packages, named in a .pth file (bound where they
-lie). Every command runs that virtualenv's interpreter, so the judge, the warm process and each
-contestant import the grader from /tmp. Without the binds put back on a contestant's fresh /tmp,
-every check of a correct file fails (the contestant cannot import what it has not imported yet).
+folder of /tmp whose site-packages holds copies of `grader`, `gpu_labs`, `katas` and `reference`, and
+of numpy and safetensors (the sandbox binds that site-packages, beneath /tmp, and covers `reference`
+and `katas` in it); torch, pytest and the rest come from this environment's own site-packages,
+named in a .pth file (bound where they lie). Every command runs that virtualenv's interpreter, so
+the judge, the warm process and each contestant import from /tmp. Without the binds put back on a
+contestant's fresh /tmp, every check of a correct file fails: a contestant cannot import what the
+warm process had not (here numpy.ctypeslib, which safetensors imports to send a tensor back).
 
 Each defence has its twin: the host sees the secret files the contestant must not see, the
 contestant can write its own /tmp but not the installation nor the folders above it, and a
@@ -24,6 +25,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import need_sandbox
 
@@ -116,8 +118,11 @@ print(json.dumps(answers))
 """
 
 
-def _copy_package(name: str, into: Path) -> None:
-    shutil.copytree(PROJECT / name, into / name, ignore=shutil.ignore_patterns("__pycache__"))
+COPIED = ("numpy", "numpy.libs", "safetensors")  # from this environment, into the installation's site-packages
+
+
+def _copy_package(source: Path, into: Path) -> None:
+    shutil.copytree(source, into / source.name, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +137,9 @@ def installation():
         relative = Path(sysconfig.get_path("purelib")).relative_to(sysconfig.get_path("data"))
         site = venv / relative
         for name in ("grader", "gpu_labs", "katas", "reference"):
-            _copy_package(name, site)
+            _copy_package(PROJECT / name, site)
+        for name in COPIED:
+            _copy_package(Path(np.__file__).resolve().parents[1] / name, site)
         ours = [entry for entry in sys.path if Path(entry).name == "site-packages" and Path(entry).is_dir()]
         (site / "torch-and-the-rest.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
         for path in secret_files:
@@ -150,14 +157,16 @@ def _environment() -> dict[str, str]:
 
 
 def test_the_installation_is_under_tmp_and_imports_from_there(installation):
-    """The premise: its interpreter's grader and site-packages lie beneath /tmp, and it binds them there."""
-    code = "import grader, sys; from grader.run import sandbox; print(grader.__file__); print(sandbox.kept_binds())"
+    """The premise: its interpreter imports the grader and numpy from beneath /tmp, and the sandbox
+    binds them there."""
+    code = "import grader, numpy; from grader.run import sandbox; print(grader.__file__, numpy.__file__, sandbox.bound_paths())"
     done = subprocess.run(
         [installation["python"], "-c", code], env=_environment(), capture_output=True, text=True, check=True
     )
-    imported, kept = done.stdout.splitlines()
+    imported, numpy, bound = done.stdout.split(" ", 2)
     assert imported == str(installation["site"] / "grader" / "__init__.py")
-    assert str(installation["root"] / "venv") in kept
+    assert numpy == str(installation["site"] / "numpy" / "__init__.py")
+    assert repr(str(installation["root"] / "venv")) in bound
 
 
 def test_an_installation_under_tmp_grades_a_file_in_the_sandbox(installation, tmp_path):
