@@ -27,7 +27,8 @@ An allow-listed bind may lie beneath one of those fresh places: a virtualenv, or
 tmpfs would cover it, so each one is put back on it (`_fresh_place`): held open before the tmpfs is
 mounted, bound again at its own path from that handle, recursively (the covers of `reference` and
 `katas` beneath it come with it), and remounted read-only. The folders above it are a small tmpfs
-of their own at the first folder below the fresh place, read-only too. A contestant of a Python in
+of their own at the first folder below the fresh place, read-only too (a bind right below it, such as
+/tmp/venv, needs none). A contestant of a Python in
 /tmp/pytest-of-u/venv sees:
 
     /tmp                          its fresh tmpfs, writable (and empty but for what follows)
