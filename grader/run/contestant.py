@@ -16,7 +16,8 @@ own, so that the judge can put it in a graded file's cgroup once (every process 
 counted there): one per graded file, one per hybrid, one per misconception variant. A box never
 runs learner code either. Each SPAWN forks a *contestant* from the box (or the warm process) into a
 world of its own: in the sandbox, pid 1 of a pid namespace of its own, with mount, IPC and user
-namespaces and fresh tmpfs at its cwd, /tmp and /dev/shm (sandbox.enter_world); outside it, its
+namespaces and fresh tmpfs at its cwd, /tmp and /dev/shm, with the sandbox's read-only binds that lie
+beneath them put back (sandbox.enter_world; a virtualenv under /tmp); outside it, its
 own session and a fresh temporary folder. Either way it holds a copy of the staged folder `work` (None: an empty folder),
 gives up every capability, sets no_new_privs, installs the seccomp filter (grader.run.privileges)
 and its resource limits, says READY {seccomp} on its channel (the judge reads its pid from the
@@ -89,9 +90,14 @@ class Warm:
     """The loop of the warm process and of a box: fork boxes (BOX) and contestants (SPAWN), end them
     (END), until the judge leaves."""
 
-    def __init__(self, control: socket.socket, sandboxed: bool, own_pid_namespace: int | None = None):
+    def __init__(
+        self, control: socket.socket, sandboxed: bool, own_pid_namespace: int | None = None,
+        kept: tuple[str, ...] | None = None,
+    ):  # fmt: skip
         self.control = control
         self.sandboxed = sandboxed
+        # the sandbox's binds that a contestant's fresh tmpfs would cover, found once (sandbox.kept_binds)
+        self.kept = (sandbox.kept_binds() if sandboxed else ()) if kept is None else kept
         self.children: dict[int, _Child] = {}
         self.libc = privileges.libc()  # made once: every contestant forked here uses it
         if own_pid_namespace is None and sandboxed:
@@ -135,7 +141,7 @@ class Warm:
                 sandbox.back_to_own(self.libc, self.own_pid_namespace)
         if pid == 0:
             self.control.close()
-            _contestant(*fds, world, message, child.folder, self.libc)
+            _contestant(*fds, world, message, child.folder, self.libc, self.kept)
         _close(fds)
         self.children[pid] = child
         return wire.reply(Answer.SPAWNED, pid=pid)
@@ -155,7 +161,7 @@ class Warm:
                 self.control.close()
                 control = socket.socket(fileno=fds[0])
                 wire.send(control, wire.reply(Answer.READY))  # the judge reads the box's pid with it
-                Warm(control, self.sandboxed, self.own_pid_namespace).serve()
+                Warm(control, self.sandboxed, self.own_pid_namespace, self.kept).serve()
             except BaseException:
                 traceback.print_exc()
                 code = 70
@@ -243,7 +249,9 @@ def _wait(pid: int, seconds: float) -> int | None:
 # -- one contestant -------------------------------------------------------------------------------
 
 
-def _contestant(channel_fd: int, output_fd: int, world: dict, message: dict, folder: str | None, libc) -> None:
+def _contestant(
+    channel_fd: int, output_fd: int, world: dict, message: dict, folder: str | None, libc, kept: tuple[str, ...]
+) -> None:
     """In the warm process's fork: enter a world of its own, give up every privilege, then serve
     the judge; never returns."""
     code = 0
@@ -253,7 +261,7 @@ def _contestant(channel_fd: int, output_fd: int, world: dict, message: dict, fol
         bounds = limits.Limits(message.get("memory_mb"), message.get("processes"))
         tasks = limits.tasks_counted(bounds)  # before its /proc shows nothing but itself
         if folder is None:  # in the sandbox
-            sandbox.enter_world(libc, world.get("work"), world["size_mb"])
+            sandbox.enter_world(libc, world.get("work"), world["size_mb"], kept)
             folder = sandbox.WORK
         os.chdir(folder)
         os.environ.update(HOME=folder, TMPDIR=folder)

@@ -14,13 +14,29 @@ Two layers (grader/ARCHITECTURE.md draws them):
   warm process's own small /tmp (torch needs one to import), which every contestant's fresh /tmp
   hides. No /sys, so no cgroupfs. The warm process keeps CAP_SYS_ADMIN and CAP_SETPCAP
   within the sandbox's user namespace: what it needs to give each contestant a world.
-- `enter_world(work, size_mb)`, run by each contestant before anything else: a pid namespace of
+- `enter_world(work, size_mb, kept)`, run by each contestant before anything else: a pid namespace of
   its own (its box forked it as pid 1 there: `new_pid_namespace`/`back_to_own`), mount and IPC
   namespaces of its own with fresh tmpfs of `size_mb` at /kata/work (its cwd, HOME and TMPDIR,
   holding a copy of the staged folder `work`), /tmp and /dev/shm, a /proc of its own holding only
   its own processes (`subset=pid`: no /proc/sys, no sysrq-trigger), and /kata/drop hidden. It then
   gives up both capabilities (grader.run.privileges). When it ends, the kernel ends every process
   it started and every writable place it had goes with it.
+
+An allow-listed bind may lie beneath one of those fresh places: a virtualenv, or the checkout the
+`grader` package is in, under /tmp (`kept`, chosen from `bound_paths` by `kept_binds`). A fresh
+tmpfs would cover it, so each one is put back on it (`_fresh_place`): held open before the tmpfs is
+mounted, bound again at its own path from that handle, recursively (the covers of `reference` and
+`katas` beneath it come with it), and remounted read-only. The folders above it are a small tmpfs
+of their own at the first folder below the fresh place, read-only too (a bind right below it, such as
+/tmp/venv, needs none). A contestant of a Python in
+/tmp/pytest-of-u/venv sees:
+
+    /tmp                          its fresh tmpfs, writable (and empty but for what follows)
+    /tmp/pytest-of-u              a tmpfs holding only the folders down to the bind, read-only
+    /tmp/pytest-of-u/venv         the sandbox's read-only bind of the host's folder, again
+
+Nothing else of the host's /tmp is ever in view (the sandbox binds nothing but the allow-list), the
+places it can write are still only its three fresh tmpfs, and what it writes there goes with it.
 
 Inside, a contestant's uid is the grader's own (outside, the sandbox's user maps to it; as root, to
 root): with no capability, a read-only view, a /proc of its own and the seccomp filter, a uid is
@@ -34,6 +50,7 @@ import ctypes
 import importlib.util
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +64,8 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache
 HIDDEN_PACKAGES = ("reference", "katas")
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETPCAP")  # the warm process's, inside the sandbox only
 WRITABLE = ("/tmp", "/dev/shm")  # each contestant gets a fresh tmpfs here, and at WORK
+FRESH = (WORK, *WRITABLE)
+SKELETON = "size=1m,mode=0755"  # the read-only tmpfs holding the folders above a kept bind
 WARM_TMP_MB = 16  # the warm process's own /tmp, which no contestant sees
 
 _CLONE_NEWNS, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x20000000, 0x08000000
@@ -103,7 +122,8 @@ def command(argv: list[str], drop: Path) -> list[str]:
     for name, value in _environment().items():
         args += ["--setenv", name, value]
     # first: binds may lie under /tmp. The warm process's own /tmp (torch wants a temporary folder when
-    # it imports) is hidden from every contestant under a fresh one of its own.
+    # it imports) is hidden from every contestant under a fresh one of its own, which puts back the
+    # binds beneath it (kept_binds, enter_world).
     args += ["--dev", "/dev", "--proc", "/proc", "--size", str(WARM_TMP_MB * 2**20), "--tmpfs", "/tmp"]
     bound = bound_paths()
     for path in bound:
@@ -185,20 +205,75 @@ def back_to_own(libc, own_pid_namespace: int) -> None:
     _check(libc.setns(own_pid_namespace, _CLONE_NEWPID), "setns(pid)")
 
 
-def enter_world(libc, work: str | None, size_mb: int) -> None:
+def enter_world(libc, work: str | None, size_mb: int, kept: tuple[str, ...] = ()) -> None:
     """Become one contestant's world (see the module docstring); `work`: the staged folder under
-    DROP to copy in (None: an empty one). Needs the warm process's capabilities (the caller drops
-    them next); `libc`: privileges.libc()."""
+    DROP to copy in (None: an empty one); `kept`: the binds beneath a fresh place (`kept_binds`).
+    Needs the warm process's capabilities (the caller drops them next); `libc`: privileges.libc()."""
     _check(libc.unshare(_CLONE_NEWNS | _CLONE_NEWIPC), "unshare(mount, ipc)")
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(private)")
-    options = f"size={size_mb}m,mode=0755".encode()
-    for where in (WORK, *WRITABLE):
-        _check(libc.mount(b"tmpfs", where.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"mount({where})")
+    for where in FRESH:
+        _fresh_place(libc, where, size_mb, [path for path in kept if _beneath(path, where)])
     if work is not None:
         copy_tree(work, WORK)
     proc = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
     _check(libc.mount(b"proc", b"/proc", b"proc", proc, b"subset=pid"), "mount(/proc)")
     _check(libc.mount(b"tmpfs", DROP.encode(), b"tmpfs", _MS_RDONLY, b"size=4k"), "mount(hide drop)")
+
+
+def kept_binds(bound: list[str] | None = None) -> tuple[str, ...]:
+    """The binds of the allow-list (`bound_paths`, as `command` binds them) that lie beneath a
+    place each contestant gets a fresh tmpfs at, which it puts back (`_fresh_place`); usually none.
+    A bind at such a place itself (a Python installed at /tmp) stays covered."""
+    bound = bound_paths() if bound is None else bound
+    return tuple(path for path in bound if any(_beneath(path, where) for where in FRESH))
+
+
+def _beneath(path: str, parent: str) -> bool:
+    return path.startswith(parent.rstrip("/") + "/")
+
+
+def _fresh_place(libc, where: str, size_mb: int, kept: list[str]) -> None:
+    """A fresh writable tmpfs of `size_mb` at `where`, with each bind in `kept` (all beneath it) put
+    back at its own path, read-only, in read-only folders (the layout: the module docstring)."""
+    held = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path in kept]  # before the tmpfs covers them
+    try:
+        options = f"size={size_mb}m,mode=0755".encode()
+        _check(libc.mount(b"tmpfs", where.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"mount({where})")
+        tops: dict[str, list[tuple[str, int]]] = {}
+        for path, fd in zip(kept, held):
+            top = os.path.join(where, os.path.relpath(path, where).split(os.sep)[0])
+            tops.setdefault(top, []).append((path, fd))
+        for top, binds in tops.items():
+            skeleton = [path for path, _ in binds] != [top]
+            if skeleton:
+                os.mkdir(top)
+                _check(libc.mount(b"tmpfs", top.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, SKELETON.encode()),
+                       f"mount({top})")  # fmt: skip
+            for path, fd in binds:
+                _rebind(libc, fd, path)
+            if skeleton:
+                _read_only(libc, top)
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
+def _rebind(libc, fd: int, path: str) -> None:
+    """Bind what `fd` holds open (a mount covered since) at `path` again, with what is mounted
+    beneath it, read-only."""
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+    source = f"/proc/self/fd/{fd}".encode()  # the handle's own mount: the path is covered now
+    _check(libc.mount(source, path.encode(), None, _MS_BIND | _MS_REC, None), f"mount(bind {path})")
+    _read_only(libc, path)
+
+
+def _read_only(libc, path: str) -> None:
+    flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+    _check(libc.mount(None, path.encode(), None, flags, None), f"mount(read-only {path})")
 
 
 def copy_tree(source: str, target: str) -> None:
