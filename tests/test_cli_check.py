@@ -73,6 +73,19 @@ def test_check_of_a_missing_file_option_exits_1_without_suggesting_start(kata_ma
     assert "no file to grade at" in flat(run.err) and "kata start" not in run.err
 
 
+def test_a_kata_whose_reference_needs_a_missing_package_says_which_in_one_line(kata_main, tmp_path, monkeypatch):
+    """A student pack brings the grader's dependencies, not toy_grpo's transformers: checking such a
+    kata where a package is missing names it and the command that installs it."""
+    kata = get_kata("toy_grpo")
+    assert kata.missing_packages() == []  # here, transformers is installed
+    monkeypatch.setitem(kata.__dict__, "warm_imports", (*kata.warm_imports, "from no_such_package.models import X"))
+    (tmp_path / "toy_grpo.py").write_text("x = 1\n")
+    for lang, words in (("en", "needs no_such_package, which is not installed"), ("zh", "需要 no_such_package")):
+        run = kata_main("check", "toy_grpo", "--file", tmp_path / "toy_grpo.py", "--lang", lang)
+        assert run.status == 1 and words in run.err and "pip install no_such_package" in run.err
+        assert len(run.err.strip().splitlines()) == 1
+
+
 def test_check_passes_the_reference_and_ends_with_the_summary(passed_run, misconception_run):
     _, run = passed_run
     total = len(json.loads(misconception_run[3].out)["checks"])

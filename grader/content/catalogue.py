@@ -247,6 +247,19 @@ class Kata:
         tree = ast.parse(self.solution())
         return tuple(ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom))
 
+    def missing_packages(self) -> list[str]:
+        """The top-level packages the reference imports that this Python cannot find: a student pack
+        brings the grader's own dependencies and torch is installed beside it, but toy_grpo's
+        transformers is the learner's to install."""
+        import importlib.util
+
+        names = set()
+        for statement in self.warm_imports:
+            node = ast.parse(statement).body[0]
+            found = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            names |= {name.split(".")[0] for name in found if name}
+        return sorted(name for name in names if importlib.util.find_spec(name) is None)
+
     def variant(self, misconception_id: str) -> str:
         item = self.misconception(misconception_id)
         return render.apply_edit(self.solution(), item.find, item.replace)

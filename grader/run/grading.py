@@ -105,6 +105,15 @@ def run_checks(
     the function. The checks' messages are in `lang` (so are the warm process's refusals: it
     inherits the language when it starts)."""
     with speaking(lang), tempfile.TemporaryDirectory(prefix="kata-") as scratch:
+        missing = kata.missing_packages()
+        if missing:
+            needed, command = ", ".join(missing), " ".join(missing)
+            raise GradingError(
+                say(
+                    f"{kata.slug} needs {needed}, which is not installed here: pip install {command}",
+                    f"{kata.slug} 需要 {needed}，但这里没有安装：pip install {command}",
+                )
+            )
         report, log = Path(scratch) / "result.json", Path(scratch) / "pytest.log"
         arguments = pytest_arguments(kata, target, timeout, report, against=against, lang=lang)
         judge = ["-P", "-m", "grader.judging", kata.slug, "auto", str(fingerprints_folder()), "--", *arguments]
