@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from grader import DEFAULT_MEMORY_MB
-from grader.cli.options import feedback_option, lang_option, scoring_option, timeout_option
+from grader.cli.options import course_option, feedback_option, lang_option, scoring_option, timeout_option
 from grader.content import catalogue
 from grader.content.i18n import phrase, pick_language
 from grader.report.console import console, errors
@@ -44,12 +44,9 @@ from grader.run.interrupt import exit_status
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A TOML file of [SLUG] tables (todo1 = 2, ..., whole = 1, contract = 1) overriding the katas' points.",
 )
-@click.option(
-    "--course",
-    "course_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The course file `kata pack` wrote (OUT/course.toml): the checks draw their inputs under its seed,"
-    " so a student pack's recorded values earn nothing.",
+@course_option(
+    "The course file `kata pack` wrote (OUT/course.toml): the checks draw their inputs under its seed,"
+    " so a student pack's recorded values earn nothing."
 )
 @click.option("--force", is_flag=True, help="Grade every file again, even those graded before and unchanged.")
 @click.option(

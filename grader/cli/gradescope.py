@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from grader.cli.options import SLUG, feedback_option, lang_option, scoring_option
+from grader.cli.options import SLUG, course_option, feedback_option, lang_option, scoring_option
 from grader.content import catalogue, seeds
 from grader.content.i18n import phrase, pick_language
 from grader.report.console import console
@@ -30,12 +30,8 @@ from grader.report.console import console
     show_default=True,
     help="When students see the tests' results.",
 )
-@click.option(
-    "--course",
-    "course_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The course file `kata pack` wrote (OUT/course.toml), put in the zip: the checks draw their inputs"
-    " under its seed.",
+@course_option(
+    "The course file `kata pack` wrote (OUT/course.toml), put in the zip: the checks draw their inputs under its seed."
 )
 @feedback_option
 @lang_option

@@ -96,6 +96,11 @@ def feedback_option(command):
     )(command)
 
 
+def course_option(help_text: str):
+    """--course FILE: the course file `kata pack` wrote, whose seed the checks draw their inputs under."""
+    return click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), help=help_text)
+
+
 def flush_warnings(workspace: Workspace) -> None:
     """Print what the workspace noticed (e.g. a progress file it could not read), then forget it."""
     for warning in workspace.warnings:

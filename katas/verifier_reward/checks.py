@@ -486,14 +486,15 @@ def drawn_number(rng: random.Random) -> str:
     return f"{value}.{rng.randrange(1, 100)}" if form == "decimals" else str(value)
 
 
-def drawn_cases(seed: int, templates: list[str], count: int = 8) -> list[tuple[str, str]]:
-    """`count` (label, text) cases: each a template drawn from `templates`, filled with drawn numbers."""
+def drawn_cases(seed: int, draw, count: int = 8) -> list[tuple[str, tuple]]:
+    """`count` (label, args) cases, each `draw(rng)` with a generator seeded by `seeds.number(seed)`."""
     rng = random.Random(seeds.number(seed))
-    cases = []
-    for index in range(count):
-        text = rng.choice(templates).format(a=drawn_number(rng), b=drawn_number(rng))
-        cases.append((say(f"drawn answer {index + 1}", f"抽取的回答 {index + 1}"), text))
-    return cases
+    return [(say(f"drawn case {index + 1}", f"抽取的用例 {index + 1}"), draw(rng)) for index in range(count)]
+
+
+def filled(templates: list[str]):
+    """A draw: (one of `templates`, its {a} and {b} filled with drawn numbers,)."""
+    return lambda rng: (rng.choice(templates).format(a=drawn_number(rng), b=drawn_number(rng)),)
 
 
 @pytest.mark.todo(1)
@@ -511,7 +512,7 @@ def test_extract_matches_reference_on_drawn_answers(expect):
         "{b} ... #### {a}",
         "<answer>{b}</answer><answer>{a}</answer>",
     ]
-    each_case(expect, "extract_answer", [(label, (text,)) for label, text in drawn_cases(40, templates)])
+    each_case(expect, "extract_answer", drawn_cases(40, filled(templates)))
 
 
 @pytest.mark.todo(2)
@@ -528,7 +529,7 @@ def test_well_formed_matches_reference_on_drawn_answers(expect):
         "<answer>{a}",
         "{a}",
     ]
-    each_case(expect, "has_well_formed_answer", [(label, (text,)) for label, text in drawn_cases(41, templates)])
+    each_case(expect, "has_well_formed_answer", drawn_cases(41, filled(templates)))
 
 
 @pytest.mark.todo(3)
@@ -537,14 +538,13 @@ def test_reward_matches_reference_on_drawn_plain_answers(expect):
 
     zh: 在随机抽取的朴素回答（一个整数，至多一个标签）上与参考答案比较奖励值，有对有错
     """
-    rng = random.Random(seeds.number(42))
-    cases = []
-    for index in range(8):
+
+    def draw(rng: random.Random) -> tuple:
         answer = rng.randrange(1, 10_000)
         text = rng.choice(["<answer>{}</answer>", "So {}."]).format(answer)
-        gold = rng.choice([float(answer), float(answer + rng.randrange(1, 9)), None])
-        cases.append((say(f"drawn answer {index + 1}", f"抽取的回答 {index + 1}"), (text, gold)))
-    each_case(expect, "reward_gsm8k", cases)
+        return text, rng.choice([float(answer), float(answer + rng.randrange(1, 9)), None])
+
+    each_case(expect, "reward_gsm8k", drawn_cases(42, draw))
 
 
 @pytest.mark.todo(4)
@@ -553,14 +553,13 @@ def test_integer_verifier_matches_reference_on_drawn_responses(expect):
 
     zh: 在随机抽取的回答上与参考答案比较记录：单独一个整数、句子里的整数、算式、没有整数
     """
-    rng = random.Random(seeds.number(43))
-    cases = []
-    for index in range(8):
+
+    def draw(rng: random.Random) -> tuple:
         a, b = rng.randrange(-50, 500), rng.randrange(0, 500)
         text = rng.choice(["{a}", " {a}\n", "The answer is {a}.", "{b} + {b} = {a}", "no idea"]).format(a=a, b=b)
-        expected = rng.choice([a, a + 1])
-        cases.append((say(f"drawn response {index + 1}", f"抽取的回答 {index + 1}"), (text, expected)))
-    each_case(expect, "verify_integer_response", cases)
+        return text, rng.choice([a, a + 1])
+
+    each_case(expect, "verify_integer_response", drawn_cases(43, draw))
 
 
 @pytest.mark.todo(5)
@@ -569,14 +568,13 @@ def test_combine_matches_reference_on_drawn_scores(expect):
 
     zh: 在随机抽取的分数（含随机缺失的 None）与随机权重上与参考答案比较合并值
     """
-    rng = random.Random(seeds.number(44))
-    cases = []
-    for index in range(3):
+
+    def draw(rng: random.Random) -> tuple:
         functions, responses = rng.randrange(1, 4), rng.randrange(1, 6)
         scores = [
             [None if rng.random() < 0.25 else round(rng.uniform(-1, 1), 3) for _ in range(responses)]
             for _ in range(functions)
         ]
-        weights = [round(rng.uniform(-1, 2), 3) for _ in range(functions)]
-        cases.append((say(f"drawn scores {index + 1}", f"抽取的分数 {index + 1}"), (scores, weights)))
-    each_case(expect, "combine_rewards", cases)
+        return scores, [round(rng.uniform(-1, 2), 3) for _ in range(functions)]
+
+    each_case(expect, "combine_rewards", drawn_cases(44, draw, count=3))
