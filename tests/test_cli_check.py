@@ -73,6 +73,16 @@ def test_check_of_a_missing_file_option_exits_1_without_suggesting_start(kata_ma
     assert "no file to grade at" in flat(run.err) and "kata start" not in run.err
 
 
+def test_a_file_saved_with_a_utf8_bom_is_graded_as_python_reads_it(kata_main, tmp_path):
+    """Editors on Windows save a BOM first; Python runs such a file, so the grader reads it too."""
+    path = tmp_path / "group_advantages.py"
+    path.write_bytes(b"\xef\xbb\xbf" + get_kata("group_advantages").solution().encode("utf-8"))
+    run = kata_main("check", "group_advantages", "--file", path, "--json")
+    result = json.loads(run.out)
+    assert run.status == 0 and result["failed"] == 0 and result["passed"] > 0, run.out + run.err
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")  # the learner's file is left as it was
+
+
 def test_a_kata_whose_reference_needs_a_missing_package_says_which_in_one_line(kata_main, tmp_path, monkeypatch):
     """A student pack brings the grader's dependencies, not toy_grpo's transformers: checking such a
     kata where a package is missing names it and the command that installs it."""

@@ -38,7 +38,7 @@ def target_source(kata: Kata, spec: str | Path) -> tuple[str, str]:
 def _read_file(path: Path) -> tuple[str, str]:
     spec = str(path)
     try:
-        return path.read_text(encoding="utf-8"), str(path.resolve())
+        return path.read_text(encoding="utf-8-sig"), str(path.resolve())  # a BOM, as Python itself allows
     except FileNotFoundError:
         raise TargetError(f"no such file: {spec}") from None
     except UnicodeDecodeError:
