@@ -105,7 +105,7 @@ def test_run_autograder_grades_right_wrong_and_missing(tmp_path):
     full = sum(gradescope_weights().values())
     right = run_autograder(tmp_path / "right", {f"{SLUG}.py": KATA.solution()})
     wrong = run_autograder(tmp_path / "wrong", {f"{SLUG}.py": KATA.variant("eps_added")})
-    missing = run_autograder(tmp_path / "missing", {"notes.txt": "hello"})
+    missing = run_autograder(tmp_path / "missing", {"notes.txt": "hello", "Group_Advantages.py": KATA.solution()})
     by_check = run_autograder(tmp_path / "checks", {f"{SLUG}.py": KATA.variant("eps_added")}, "checks")
     for results in (right, wrong, missing, by_check):
         check_schema(results)
@@ -114,6 +114,7 @@ def test_run_autograder_grades_right_wrong_and_missing(tmp_path):
     assert "TODO 1" in wrong["tests"][0]["name"] and wrong["tests"][0]["score"] == 0
     assert "eps" in wrong["tests"][0]["output"]
     assert all(f"no {SLUG}.py" in test["output"] for test in missing["tests"])
+    assert all(f"did you mean {SLUG}.py?" in test["output"] for test in missing["tests"])  # graded nowhere
     assert len(by_check["tests"]) > 2 and 0 < by_check["score"] < len(by_check["tests"])
     region = KATA.solution().split("# TODO 1")[1].split("# END TODO 1")[0]
     code = [line.strip() for line in region.splitlines()[1:] if line.strip() and not line.strip().startswith("#")]

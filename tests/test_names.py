@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 import pytest
 
 from grader.classroom import batch, gradesheet
-from grader.classroom.names import NAME_BYTES, display_name, file_name
+from grader.classroom.names import NAME_BYTES, display_name, file_name, near_slug
 from grader.content.catalogue import get_kata
 from grader.files import json_text
 from grader.run import staging
@@ -190,3 +190,48 @@ def test_a_class_of_odd_names_is_graded_and_written_one_way_everywhere(kata_main
     assert r"stray\x01file" in result.output
     again = kata_main(*command)
     assert again.status == 0 and f"graded 0, unchanged {len(CLASS)}" in again.output, again.output
+
+
+@pytest.mark.parametrize(
+    ("stem", "slug"),
+    [
+        ("GRPO_loss", "grpo_loss"),  # case
+        ("dpo_loss (1)", "dpo_loss"),  # a browser's copy
+        ("dpo_loss-2", "dpo_loss"),  # a system's copy
+        ("grpo-loss", "grpo_loss"),
+        ("grpo loss", "grpo_loss"),
+        ("grop_loss", "grpo_loss"),  # two letters swapped: 2 edits
+        ("kl_estimator", "kl_estimators"),
+        ("notes", None),
+        ("grpo", None),  # 5 edits away
+        ("xpo_loss", None),  # 1 edit from dpo_loss, 2 from grpo_loss: which one is not for us to guess
+    ],
+)
+def test_a_name_near_a_kata_is_that_kata(stem, slug):
+    slugs = ["grpo_loss", "dpo_loss", "sft_loss", "kl_estimators"]
+    assert near_slug(stem, slugs) == slug
+
+
+def test_a_misnamed_file_is_graded_nowhere_but_named(tmp_path):
+    from grader.classroom import feedback
+
+    for student, name in (("ann", "Group_Advantages.py"), ("bob", "group_advantages (1).py"), ("cy", "notes.py")):
+        (tmp_path / student).mkdir()
+        (tmp_path / student / name).write_text("x = 1\n")
+    roster = batch.discover(tmp_path, None, batch.Settings())
+    assert roster.jobs == [] and roster.katas == ["group_advantages"]
+    assert roster.misnamed == {
+        "ann": {"group_advantages": ["Group_Advantages.py"]},
+        "bob": {"group_advantages": ["group_advantages (1).py"]},
+    }
+    assert roster.strays == {"cy": ["notes.py"]}
+    sheet = gradesheet.build_sheet(roster, {})
+    assert sheet["misnamed"] == roster.misnamed
+    assert sheet["students"]["ann"]["group_advantages"]["misnamed"] == ["Group_Advantages.py"]
+    assert "misnamed" not in sheet["students"]["cy"]["group_advantages"]
+    text = feedback.feedback_text("group_advantages", None, "en", misnamed=["Group_Advantages.py"])
+    assert "did you mean group_advantages.py? Not graded, as it is named: Group_Advantages.py" in text
+    assert "是不是应当叫 group_advantages.py" in feedback.feedback_text(
+        "group_advantages", None, "zh", misnamed=["a.py"]
+    )
+    assert "did you mean" not in feedback.feedback_text("group_advantages", None, "en")

@@ -101,6 +101,7 @@ class Roster:
     jobs: list[Job]
     strays: dict[str, list[str]] = field(default_factory=dict)  # student -> .py files named after no kata
     ignored: list[str] = field(default_factory=list)  # entries of SUBMISSIONS that are not student folders
+    misnamed: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # student -> {slug: names near it}
 
 
 class BatchError(ValueError):
@@ -115,15 +116,17 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
 
     Any folder or file name is data: the roster's students, strays and ignored entries, and each
     Job's student, are display names (grader.classroom.names.display_name); Job.folder is the real path.
+    A file whose name is near a kata's (names.near_slug: "GRPO_loss.py", "dpo_loss (1).py") is
+    graded nowhere but kept in `misnamed`, for the feedback to ask "did you mean".
     """
-    from grader.classroom.names import display_name
+    from grader.classroom.names import display_name, near_slug
 
     if not root.is_dir():
         raise BatchError(f"{display_name(str(root))} is not a folder of student folders")
     known = [kata.slug for kata in catalogue.all_katas()]
     wanted = set(slugs or known)
     excluded = {path.resolve() for path in exclude}
-    students, jobs, strays, ignored, found = [], [], {}, [], set()
+    students, jobs, strays, misnamed, ignored, found = [], [], {}, {}, [], set()
     for entry in sorted(root.iterdir(), key=lambda path: path.name):
         if entry.name.startswith(".") or entry.resolve() in excluded:
             continue
@@ -137,13 +140,17 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
             slug = path.stem
             if path.is_symlink() or not path.is_file():
                 continue
-            if slug not in known:
+            near = near_slug(slug, known) if slug not in known else None
+            if near in wanted:  # graded nowhere, but named: "did you mean {near}.py?"
+                found.add(near)
+                misnamed.setdefault(student, {}).setdefault(near, []).append(display_name(path.name))
+            elif slug not in known:
                 strays.setdefault(student, []).append(display_name(path.name))
             elif slug in wanted:
                 found.add(slug)
                 jobs.append(Job(student, slug, entry, digest(entry, slug, settings, extras), settings))
     columns = [slug for slug in known if slug in (set(slugs) if slugs else found)]
-    return Roster(columns, students, jobs, strays, ignored)
+    return Roster(columns, students, jobs, strays, ignored, misnamed)
 
 
 def digest(folder: Path, slug: str, settings: Settings, files: list[str]) -> str:

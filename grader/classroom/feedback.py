@@ -9,7 +9,7 @@ every language: GradeResult.in_language); it never holds reference code. With fe
 (the default) a misconception is told by its graded text, which never gives the corrected code, and
 the next step never points to `kata solution`; "full" gives `kata check`'s text (report.terminal). A file whose
 grading gave no checks (it crashed or hung while loading, was refused), one that ran out of time
-or crashed alike in every check, and one not handed in get one line saying so. <student> is the display name, cut and hashed if very long (names.file_name).
+or crashed alike in every check, and one not handed in get one line saying so (and a second, "did you mean", for a file whose name is near the kata's). <student> is the display name, cut and hashed if very long (names.file_name).
 """
 
 import io
@@ -24,6 +24,10 @@ MISSING = {
     "en": "no {slug}.py in your folder: nothing was graded",
     "zh": "你的文件夹里没有 {slug}.py：没有可评分的内容",
 }
+MISNAMED = {
+    "en": "did you mean {slug}.py? Not graded, as it is named: {names}",
+    "zh": "是不是应当叫 {slug}.py？按现在的名字没有评分：{names}",
+}
 NOT_GRADED = {"en": "{slug}.py could not be graded: {why}", "zh": "{slug}.py 无法评分：{why}"}
 EVERY_CHECK = {
     "en": "{slug}.py failed every check the same way: {why}",
@@ -31,11 +35,15 @@ EVERY_CHECK = {
 }
 
 
-def feedback_text(slug: str, record: dict | None, lang: str, feedback: str = "graded") -> str:
-    """The plain-text feedback on one student's file for kata `slug` (None: not handed in);
-    `feedback`: "graded" or "full" (see the module docstring)."""
+def feedback_text(slug: str, record: dict | None, lang: str, feedback: str = "graded", misnamed: list[str] = ()) -> str:
+    """The plain-text feedback on one student's file for kata `slug` (None: not handed in; then
+    `misnamed`: the student's files whose names are near it); `feedback`: "graded" or "full" (see
+    the module docstring)."""
     if record is None:
-        return MISSING.get(lang, MISSING["en"]).format(slug=slug) + "\n"
+        text = MISSING.get(lang, MISSING["en"]).format(slug=slug) + "\n"
+        if misnamed:
+            text += MISNAMED.get(lang, MISNAMED["en"]).format(slug=slug, names=", ".join(misnamed)) + "\n"
+        return text
     result = GradeResult.from_json(record["grade"]).in_language(lang)
     if not result.checks:
         why = " ".join((result.load_error or "no result").split())
@@ -76,15 +84,22 @@ def _longest_backtick_run(text: str) -> int:
 
 
 def write_feedback(
-    out: Path, students: list[str], katas: list[str], records: dict, lang: str, feedback: str = "graded"
+    out: Path,
+    students: list[str],
+    katas: list[str],
+    records: dict,
+    lang: str,
+    feedback: str = "graded",
+    misnamed: dict | None = None,
 ) -> list[Path]:
-    """Write every student's feedback file for every kata (`feedback`: "graded" or "full"); returns
-    the paths written."""
+    """Write every student's feedback file for every kata (`feedback`: "graded" or "full";
+    `misnamed`: Roster.misnamed); returns the paths written."""
     written = []
     for student in students:
         folder = out / "feedback" / file_name(student)
+        near = (misnamed or {}).get(student, {})
         for slug in katas:
-            text = feedback_text(slug, records.get((student, slug)), lang, feedback)
+            text = feedback_text(slug, records.get((student, slug)), lang, feedback, near.get(slug, ()))
             for path, content in (
                 (folder / f"{slug}.txt", text),
                 (folder / f"{slug}.md", markdown(student, slug, text)),

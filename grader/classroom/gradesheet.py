@@ -107,6 +107,8 @@ def build_sheet(
         for slug in roster.katas:
             record = records.get((student, slug))
             row[slug] = _entry(record, weights[slug], scoring, lang) if record else _missing(weights[slug])
+            if not record and slug in roster.misnamed.get(student, {}):
+                row[slug]["misnamed"] = roster.misnamed[student][slug]  # graded nowhere: "did you mean"
             if record and "error" in record:
                 row[slug] = _missing(weights[slug]) | {"status": "error", "error": record["error"]}
         students[student] = row
@@ -116,6 +118,7 @@ def build_sheet(
         "points": weights,
         "students": students,
         "strays": roster.strays,
+        "misnamed": roster.misnamed,
         "ignored": roster.ignored,
     }
 
@@ -302,6 +305,10 @@ def build_summary(sheet: dict, lang: str = "en") -> RenderableType:
         parts += [Text(), common]
     for student, names in sheet["strays"].items():
         parts.append(Text(phrase(lang, "strays", student=student, names=", ".join(names)), style="warning"))
+    for student, near in sheet.get("misnamed", {}).items():
+        for slug, names in near.items():
+            line = phrase(lang, "misnamed", student=student, names=", ".join(names), slug=slug)
+            parts.append(Text(line, style="warning"))
     if sheet["ignored"]:
         parts.append(Text(phrase(lang, "ignored", names=", ".join(sheet["ignored"])), style="warning"))
     parts += [Text(), Text(summary_line(sheet, lang))]

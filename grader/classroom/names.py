@@ -59,3 +59,27 @@ def file_name(display: str) -> str:
             break
         keep.append(token)
     return "".join(keep) + _HASH_MARK + hashlib.sha256(display.encode()).hexdigest()[:32]
+
+
+_COPY_SUFFIX = re.compile(r"(?:\s*\(\d+\)|-\d+)$")  # "dpo_loss (1)", "dpo_loss-2": a browser's or a system's copy
+NEAR = 2  # edits (insert, delete, replace) within which a file's name is a kata's, misspelt
+
+
+def near_slug(stem: str, slugs: list[str]) -> str | None:
+    """The kata a misnamed file's stem stands for, or None: the same after case-folding, dropping a
+    " (N)" or "-N" suffix and writing "-" and spaces as "_"; else the one kata within NEAR edits."""
+    plain = _COPY_SUFFIX.sub("", stem.casefold()).replace("-", "_").replace(" ", "_")
+    if plain in slugs:
+        return plain
+    close = [slug for slug in slugs if _edits(plain, slug) <= NEAR]
+    return close[0] if len(close) == 1 else None
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance between `a` and `b`."""
+    row = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, other in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (char != other))
+    return row[-1]
