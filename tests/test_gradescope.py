@@ -88,6 +88,7 @@ def fake_root(root, files: dict[str, str], scoring: str = "todos") -> list[str]:
     python.chmod(0o755)
     (root / "submission").mkdir()
     for name, text in files.items():
+        (root / "submission" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "submission" / name).write_text(text)
     return ["bash", str(root / "source" / "run_autograder")]
 
@@ -107,8 +108,11 @@ def test_run_autograder_grades_right_wrong_and_missing(tmp_path):
     wrong = run_autograder(tmp_path / "wrong", {f"{SLUG}.py": KATA.variant("eps_added")})
     missing = run_autograder(tmp_path / "missing", {"notes.txt": "hello", "Group_Advantages.py": KATA.solution()})
     by_check = run_autograder(tmp_path / "checks", {f"{SLUG}.py": KATA.variant("eps_added")}, "checks")
-    for results in (right, wrong, missing, by_check):
+    nested = run_autograder(tmp_path / "nested", {f"hw3/{SLUG}.py": KATA.solution(), "hw3/notes.py": "x = 1\n"})
+    bom = run_autograder(tmp_path / "bom", {f"{SLUG}.py": "\ufeff" + KATA.solution()})  # as a Windows editor saves it
+    for results in (right, wrong, missing, by_check, nested, bom):
         check_schema(results)
+    assert nested["score"] == bom["score"] == full
     assert [test["max_score"] for test in right["tests"]] == list(gradescope_weights().values())
     assert right["score"] == full and 0 < wrong["score"] < full and missing["score"] == 0
     assert "TODO 1" in wrong["tests"][0]["name"] and wrong["tests"][0]["score"] == 0

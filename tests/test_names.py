@@ -229,9 +229,31 @@ def test_a_misnamed_file_is_graded_nowhere_but_named(tmp_path):
     assert sheet["misnamed"] == roster.misnamed
     assert sheet["students"]["ann"]["group_advantages"]["misnamed"] == ["Group_Advantages.py"]
     assert "misnamed" not in sheet["students"]["cy"]["group_advantages"]
-    text = feedback.feedback_text("group_advantages", None, "en", misnamed=["Group_Advantages.py"])
+    text = feedback.feedback_text(SLUG, None, "en", found=feedback.not_graded(roster, "ann", SLUG))
     assert "did you mean group_advantages.py? Not graded, as it is named: Group_Advantages.py" in text
-    assert "是不是应当叫 group_advantages.py" in feedback.feedback_text(
-        "group_advantages", None, "zh", misnamed=["a.py"]
-    )
-    assert "did you mean" not in feedback.feedback_text("group_advantages", None, "en")
+    assert "是不是应当叫 group_advantages.py" in feedback.feedback_text(SLUG, None, "zh", found={"misnamed": ["a.py"]})
+    assert "did you mean" not in feedback.feedback_text(SLUG, None, "en", found=feedback.not_graded(roster, "cy", SLUG))
+
+
+def test_a_kata_file_is_found_anywhere_in_the_folder_unless_there_are_several(tmp_path):
+    """hw3/group_advantages.py is graded in hw3 (its siblings staged with it); two files of one
+    name are graded nowhere, and the feedback lists both."""
+    from grader.classroom import feedback
+
+    for student, names in (
+        ("ann", ["hw3/group_advantages.py", "hw3/helper.py", "notes/utils.py"]),
+        ("bob", ["group_advantages.py", "old/group_advantages.py"]),
+        ("cy", ["hw3/.hidden/group_advantages.py", "__pycache__/dpo_loss.py"]),
+    ):
+        for name in names:
+            (tmp_path / student / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / student / name).write_text("x = 1\n")
+    roster = batch.discover(tmp_path, None, batch.Settings())
+    assert [(job.student, job.slug, job.folder) for job in roster.jobs] == [("ann", SLUG, tmp_path / "ann" / "hw3")]
+    assert roster.several == {"bob": {SLUG: ["group_advantages.py", "old/group_advantages.py"]}}
+    assert roster.strays == {} and roster.katas == [SLUG]  # helpers in sub-folders are not strays
+    text = feedback.feedback_text(SLUG, None, "en", found=feedback.not_graded(roster, "bob", SLUG))
+    assert text.startswith("several group_advantages.py in your folder, so none was graded") and "old/" in text
+    sheet = gradesheet.build_sheet(roster, {})
+    assert sheet["several"] == roster.several and sheet["students"]["bob"][SLUG]["several"]
+    assert sheet["students"]["cy"][SLUG]["status"] == "missing"  # hidden folders and caches are not looked into

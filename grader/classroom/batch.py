@@ -102,6 +102,7 @@ class Roster:
     strays: dict[str, list[str]] = field(default_factory=dict)  # student -> .py files named after no kata
     ignored: list[str] = field(default_factory=list)  # entries of SUBMISSIONS that are not student folders
     misnamed: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # student -> {slug: names near it}
+    several: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # student -> {slug: its files, 2+}
 
 
 class BatchError(ValueError):
@@ -116,8 +117,11 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
 
     Any folder or file name is data: the roster's students, strays and ignored entries, and each
     Job's student, are display names (grader.classroom.names.display_name); Job.folder is the real path.
-    A file whose name is near a kata's (names.near_slug: "GRPO_loss.py", "dpo_loss (1).py") is
-    graded nowhere but kept in `misnamed`, for the feedback to ask "did you mean".
+    A kata file is found anywhere inside the student's folder (hw3/grpo_loss.py) when it is the only
+    one of its name, and graded in its own folder; several of one name are graded nowhere but kept in
+    `several`, for the feedback to list. A file whose name is near a kata's (names.near_slug:
+    "GRPO_loss.py", "dpo_loss (1).py") is graded nowhere but kept in `misnamed`, for the feedback to
+    ask "did you mean".
     """
     from grader.classroom.names import display_name, near_slug
 
@@ -126,7 +130,7 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
     known = [kata.slug for kata in catalogue.all_katas()]
     wanted = set(slugs or known)
     excluded = {path.resolve() for path in exclude}
-    students, jobs, strays, misnamed, ignored, found = [], [], {}, {}, [], set()
+    students, jobs, strays, misnamed, several, ignored, found = [], [], {}, {}, {}, [], set()
     for entry in sorted(root.iterdir(), key=lambda path: path.name):
         if entry.name.startswith(".") or entry.resolve() in excluded:
             continue
@@ -135,22 +139,39 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
             ignored.append(student)
             continue
         students.append(student)
-        extras = folder_files(entry)
-        for path in sorted(entry.glob("*.py")):
-            slug = path.stem
-            if path.is_symlink() or not path.is_file():
-                continue
+        for name, paths in sorted(_python_files(entry).items()):
+            slug, top = name.removesuffix(".py"), [path for path in paths if path.parent == entry]
             near = near_slug(slug, known) if slug not in known else None
-            if near in wanted:  # graded nowhere, but named: "did you mean {near}.py?"
-                found.add(near)
-                misnamed.setdefault(student, {}).setdefault(near, []).append(display_name(path.name))
-            elif slug not in known:
-                strays.setdefault(student, []).append(display_name(path.name))
-            elif slug in wanted:
+            if slug in wanted and len(paths) == 1:  # anywhere inside the student's folder: hw3/grpo_loss.py
                 found.add(slug)
-                jobs.append(Job(student, slug, entry, digest(entry, slug, settings, extras), settings))
+                folder = paths[0].parent
+                jobs.append(Job(student, slug, folder, digest(folder, slug, settings, folder_files(folder)), settings))
+            elif slug in wanted:  # which one to grade is not for us to guess: none, and the feedback lists them
+                found.add(slug)
+                several.setdefault(student, {})[slug] = [
+                    display_name(path.relative_to(entry).as_posix()) for path in paths
+                ]
+            elif near in wanted:  # graded nowhere, but named: "did you mean {near}.py?"
+                found.add(near)
+                names = [display_name(path.relative_to(entry).as_posix()) for path in paths]
+                misnamed.setdefault(student, {}).setdefault(near, []).extend(names)
+            elif slug not in known and top:  # helpers in sub-folders are no one's business
+                strays.setdefault(student, []).extend(display_name(path.name) for path in top)
     columns = [slug for slug in known if slug in (set(slugs) if slugs else found)]
-    return Roster(columns, students, jobs, strays, ignored, misnamed)
+    return Roster(columns, students, jobs, strays, ignored, misnamed, several)
+
+
+def _python_files(folder: Path) -> dict[str, list[Path]]:
+    """{file name: its paths}: the .py files anywhere inside `folder`, links, hidden folders and
+    __pycache__ left out (as staging.folder_files walks), each name's paths in order."""
+    found: dict[str, list[Path]] = {}
+    for top, dirs, files in os.walk(folder):  # does not follow links to folders
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(files):
+            path = Path(top) / name
+            if name.endswith(".py") and not name.startswith(".") and not path.is_symlink() and path.is_file():
+                found.setdefault(name, []).append(path)
+    return found
 
 
 def digest(folder: Path, slug: str, settings: Settings, files: list[str]) -> str:

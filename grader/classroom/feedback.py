@@ -28,6 +28,10 @@ MISNAMED = {
     "en": "did you mean {slug}.py? Not graded, as it is named: {names}",
     "zh": "是不是应当叫 {slug}.py？按现在的名字没有评分：{names}",
 }
+SEVERAL = {
+    "en": "several {slug}.py in your folder, so none was graded: {names}; hand in one",
+    "zh": "你的文件夹里有多个 {slug}.py，所以都没有评分：{names}；请只交一个",
+}
 NOT_GRADED = {"en": "{slug}.py could not be graded: {why}", "zh": "{slug}.py 无法评分：{why}"}
 EVERY_CHECK = {
     "en": "{slug}.py failed every check the same way: {why}",
@@ -35,14 +39,19 @@ EVERY_CHECK = {
 }
 
 
-def feedback_text(slug: str, record: dict | None, lang: str, feedback: str = "graded", misnamed: list[str] = ()) -> str:
+def feedback_text(
+    slug: str, record: dict | None, lang: str, feedback: str = "graded", found: dict | None = None
+) -> str:
     """The plain-text feedback on one student's file for kata `slug` (None: not handed in; then
-    `misnamed`: the student's files whose names are near it); `feedback`: "graded" or "full" (see
-    the module docstring)."""
+    `found` may say why: {"misnamed": names near it} or {"several": its files}, from the Roster);
+    `feedback`: "graded" or "full" (see the module docstring)."""
     if record is None:
+        found = found or {}
+        if found.get("several"):
+            return SEVERAL.get(lang, SEVERAL["en"]).format(slug=slug, names=", ".join(found["several"])) + "\n"
         text = MISSING.get(lang, MISSING["en"]).format(slug=slug) + "\n"
-        if misnamed:
-            text += MISNAMED.get(lang, MISNAMED["en"]).format(slug=slug, names=", ".join(misnamed)) + "\n"
+        if found.get("misnamed"):
+            text += MISNAMED.get(lang, MISNAMED["en"]).format(slug=slug, names=", ".join(found["misnamed"])) + "\n"
         return text
     result = GradeResult.from_json(record["grade"]).in_language(lang)
     if not result.checks:
@@ -60,6 +69,14 @@ def feedback_text(slug: str, record: dict | None, lang: str, feedback: str = "gr
     console = Console(file=buffer, width=80, theme=THEME, color_system=None, highlight=False)
     console.print(build_report(result, catalogue.get_kata(slug), lang, f"{slug}.py", graded=feedback == "graded"))
     return buffer.getvalue()
+
+
+def not_graded(roster, student: str, slug: str) -> dict:
+    """Why `student`'s `slug` was not graded, where the roster knows: {"misnamed"|"several": names}."""
+    if roster is None:
+        return {}
+    found = {kind: getattr(roster, kind).get(student, {}).get(slug) for kind in ("misnamed", "several")}
+    return {kind: names for kind, names in found.items() if names}
 
 
 def _stopped_alike(result: GradeResult) -> bool:
@@ -90,16 +107,16 @@ def write_feedback(
     records: dict,
     lang: str,
     feedback: str = "graded",
-    misnamed: dict | None = None,
+    roster=None,
 ) -> list[Path]:
-    """Write every student's feedback file for every kata (`feedback`: "graded" or "full";
-    `misnamed`: Roster.misnamed); returns the paths written."""
+    """Write every student's feedback file for every kata (`feedback`: "graded" or "full"; `roster`:
+    the Roster, for why a kata was not graded); returns the paths written."""
     written = []
     for student in students:
         folder = out / "feedback" / file_name(student)
-        near = (misnamed or {}).get(student, {})
         for slug in katas:
-            text = feedback_text(slug, records.get((student, slug)), lang, feedback, near.get(slug, ()))
+            why = not_graded(roster, student, slug)
+            text = feedback_text(slug, records.get((student, slug)), lang, feedback, why)
             for path, content in (
                 (folder / f"{slug}.txt", text),
                 (folder / f"{slug}.md", markdown(student, slug, text)),

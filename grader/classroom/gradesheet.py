@@ -107,8 +107,10 @@ def build_sheet(
         for slug in roster.katas:
             record = records.get((student, slug))
             row[slug] = _entry(record, weights[slug], scoring, lang) if record else _missing(weights[slug])
-            if not record and slug in roster.misnamed.get(student, {}):
-                row[slug]["misnamed"] = roster.misnamed[student][slug]  # graded nowhere: "did you mean"
+            for found in ("misnamed", "several"):  # graded nowhere: "did you mean", or which one?
+                names = getattr(roster, found).get(student, {}).get(slug)
+                if not record and names:
+                    row[slug][found] = names
             if record and "error" in record:
                 row[slug] = _missing(weights[slug]) | {"status": "error", "error": record["error"]}
         students[student] = row
@@ -119,6 +121,7 @@ def build_sheet(
         "students": students,
         "strays": roster.strays,
         "misnamed": roster.misnamed,
+        "several": roster.several,
         "ignored": roster.ignored,
     }
 
@@ -305,10 +308,11 @@ def build_summary(sheet: dict, lang: str = "en") -> RenderableType:
         parts += [Text(), common]
     for student, names in sheet["strays"].items():
         parts.append(Text(phrase(lang, "strays", student=student, names=", ".join(names)), style="warning"))
-    for student, near in sheet.get("misnamed", {}).items():
-        for slug, names in near.items():
-            line = phrase(lang, "misnamed", student=student, names=", ".join(names), slug=slug)
-            parts.append(Text(line, style="warning"))
+    for found in ("misnamed", "several"):
+        for student, by_slug in sheet.get(found, {}).items():
+            for slug, names in by_slug.items():
+                line = phrase(lang, found, student=student, names=", ".join(names), slug=slug)
+                parts.append(Text(line, style="warning"))
     if sheet["ignored"]:
         parts.append(Text(phrase(lang, "ignored", names=", ".join(sheet["ignored"])), style="warning"))
     parts += [Text(), Text(summary_line(sheet, lang))]
