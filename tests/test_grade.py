@@ -196,12 +196,14 @@ def test_printing_or_writing_result_files_does_not_change_a_score(graded):
 @pytest.mark.slow
 def test_wrong_names_empty_folders_and_stray_files_are_reported_not_graded(graded):
     result, out, sheet, _ = graded
-    assert sheet["strays"]["fay"] == ["group_advantage.py", "notakata.py"]
+    assert sheet["strays"]["fay"] == ["notakata.py"]
+    assert sheet["misnamed"]["fay"] == {SLUG: ["group_advantage.py"]} and entry(sheet, "fay")["misnamed"]
+    assert f"did you mean {SLUG}.py?" in (out / "feedback" / "fay" / f"{SLUG}.txt").read_text(encoding="utf-8")
     assert entry(sheet, "fay")["status"] == "missing" and entry(sheet, "gus")["status"] == "missing"
     assert sheet["ignored"] == ["README.txt"]
     rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
     assert rows["gus"][COLUMN] == "" and rows["gus"]["mean"] == "0.0000"
-    assert "named after no kata" in result.output
+    assert "named after no kata" in result.output and f"did you mean {SLUG}.py?" in result.output
 
 
 @pytest.mark.slow
@@ -248,17 +250,20 @@ def test_each_student_gets_the_report_kata_check_would_show_and_never_reference_
     assert "Likely misconception" in bo and "eps" in bo and "Next: TODO 1 first." in bo
     assert bo.splitlines()[-1] == f"{entry(sheet, 'bo')['passed']} passed, {entry(sheet, 'bo')['failed']} failed"
     assert (feedback / "bo" / f"{SLUG}.md").read_text(encoding="utf-8").startswith(f"# {SLUG}: bo\n\n```text\n{bo}")
+    assert bo.startswith(f"Points: {sum(entry(sheet, 'bo')['points'].values())} of 2 (TODO 1: ")
     ian = (feedback / "ian" / f"{SLUG}.txt").read_text(encoding="utf-8")
-    assert ian.count("\n") == 1 and "did not finish within" in ian  # hung: one line
-    assert (feedback / "gus" / f"{SLUG}.txt").read_text(
-        encoding="utf-8"
-    ) == f"no {SLUG}.py in your folder: nothing was graded\n"
+    points, said = ian.split("\n\n", 1)
+    assert points == "Points: 0 of 2 (TODO 1: 0 of 1; the input contract: 0 of 1)"
+    assert said.count("\n") == 1 and "did not finish within" in said  # hung: one line
+    assert (feedback / "gus" / f"{SLUG}.txt").read_text(encoding="utf-8") == (
+        f"{points}\n\nno {SLUG}.py in your folder: nothing was graded\n"
+    )
     region = KATA.solution().split("# TODO 1")[1].split("# END TODO 1")[0]
     code = [line.strip() for line in region.splitlines()[1:] if line.strip() and not line.strip().startswith("#")]
     texts = [path.read_text(encoding="utf-8") for path in feedback.rglob("*.txt")]
     assert len(texts) == len(sheet["students"]) and code
     assert not [line for line in code for text in texts if line in text]  # the reference's step, nowhere
-    reports = [text for text in texts if text.count("\n") > 1]  # the one-line ones say why in one line
+    reports = [text for text in texts if text.count("\n") > 3]  # the one-line ones say why in one line
     assert reports and all(max(map(len, text.splitlines())) <= 80 for text in reports)
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import re
+import stat
 from xml.etree import ElementTree
 
 import pytest
@@ -257,3 +258,24 @@ def test_a_kata_file_is_found_anywhere_in_the_folder_unless_there_are_several(tm
     sheet = gradesheet.build_sheet(roster, {})
     assert sheet["several"] == roster.several and sheet["students"]["bob"][SLUG]["several"]
     assert sheet["students"]["cy"][SLUG]["status"] == "missing"  # hidden folders and caches are not looked into
+
+
+def test_written_files_are_made_like_any_user_file_and_results_stay_private(tmp_path):
+    """Feedback, grades and reports are for sharing: 0666 less the umask (not a temporary file's
+    0600), a replaced file keeps its mode; the per-file results are the instructor's only (0700)."""
+    from grader.content import seeds
+    from grader.files import atomic_write
+
+    old = os.umask(0o027)
+    try:
+        atomic_write(tmp_path / "new.txt", "x")
+        assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640
+        (tmp_path / "new.txt").chmod(0o604)
+        atomic_write(tmp_path / "new.txt", "y")
+        assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o604
+        seeds.write_course(tmp_path / "course.toml", seeds.new_course())
+        assert stat.S_IMODE((tmp_path / "course.toml").stat().st_mode) == 0o600
+        batch.save_record(tmp_path / "out", {"student": "ann", "kata": SLUG, "grade": {}})
+        assert stat.S_IMODE((tmp_path / "out" / "results").stat().st_mode) == 0o700
+    finally:
+        os.umask(old)

@@ -226,6 +226,9 @@ def load_record(out: Path, job: Job) -> dict | None:
 def save_record(out: Path, record: dict) -> None:
     from grader.files import atomic_write, json_text
 
+    results = out / "results"  # the instructor's only: every check's messages, the settings
+    results.mkdir(mode=0o700, parents=True, exist_ok=True)
+    results.chmod(0o700)
     atomic_write(record_path(out, record["student"], record["kata"]), json_text(record))
 
 

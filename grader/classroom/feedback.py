@@ -1,6 +1,6 @@
 """Feedback to hand back: each student's report for each kata, as `kata check` would have shown it.
 
-    OUT/feedback/<student>/<slug>.txt   the report in plain text, 80 columns
+    OUT/feedback/<student>/<slug>.txt   the points per unit (score_line), then the report in plain text, 80 columns
     OUT/feedback/<student>/<slug>.md    the same, in a Markdown code block under a title
 
 The report names the mistake, where it lies, the failing checks with their call, expected and got
@@ -71,6 +71,32 @@ def feedback_text(
     return buffer.getvalue()
 
 
+def score_line(sheet: dict, student: str, slug: str, lang: str) -> str:
+    """The student's score on the kata, as the grade sheet counts it: points per unit (scoring
+    "todos"), or the checks passed (scoring "checks")."""
+    from grader.content.i18n import phrase
+
+    entry = sheet["students"][student][slug]
+    if sheet["scoring"] == "checks":
+        checks = entry.get("checks") or []
+        return phrase(lang, "fb_checks", got=sum(c["status"] == "passed" for c in checks), top=len(checks))
+    return points_line(entry, sheet["points"][slug], lang)
+
+
+def points_line(entry: dict, weights: dict[str, int], lang: str) -> str:
+    """ "Points: 1 of 2 (TODO 1: 0 of 1; the input contract: 1 of 1)": a grade sheet entry's points per unit."""
+    from grader.content.i18n import phrase
+
+    units = {"whole": phrase(lang, "gs_whole"), "contract": phrase(lang, "gs_contract")}
+    earned = entry.get("points") or dict.fromkeys(weights, 0)
+    parts = [
+        phrase(lang, "fb_unit", unit=units.get(key, f"TODO {key.removeprefix('todo')}"), got=earned[key], top=top)
+        for key, top in weights.items()
+    ]
+    total = phrase(lang, "fb_points", got=sum(earned.values()), top=sum(weights.values()))
+    return total + phrase(lang, "fb_units", units=phrase(lang, "fb_separator").join(parts))
+
+
 def not_graded(roster, student: str, slug: str) -> dict:
     """Why `student`'s `slug` was not graded, where the roster knows: {"misnamed"|"several": names}."""
     if roster is None:
@@ -108,15 +134,19 @@ def write_feedback(
     lang: str,
     feedback: str = "graded",
     roster=None,
+    sheet: dict | None = None,
 ) -> list[Path]:
     """Write every student's feedback file for every kata (`feedback`: "graded" or "full"; `roster`:
-    the Roster, for why a kata was not graded); returns the paths written."""
+    the Roster, for why a kata was not graded; `sheet`: the grade sheet, for the points, said
+    first); returns the paths written."""
     written = []
     for student in students:
         folder = out / "feedback" / file_name(student)
         for slug in katas:
             why = not_graded(roster, student, slug)
             text = feedback_text(slug, records.get((student, slug)), lang, feedback, why)
+            if sheet is not None:
+                text = score_line(sheet, student, slug, lang) + "\n\n" + text
             for path, content in (
                 (folder / f"{slug}.txt", text),
                 (folder / f"{slug}.md", markdown(student, slug, text)),

@@ -140,7 +140,7 @@ def grade(
     sheet = gradesheet.build_sheet(roster, run.records, scoring, points, lang)
     gradesheet.write_sheet(sheet, out)
     report_html.write_report(sheet, out, lang)
-    feedback.write_feedback(out, roster.students, roster.katas, run.records, lang, feedback_kind, roster)
+    feedback.write_feedback(out, roster.students, roster.katas, run.records, lang, feedback_kind, roster, sheet)
     wrote = ", ".join(
         display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback", "report.html")
     )

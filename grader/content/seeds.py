@@ -95,8 +95,7 @@ def write_course(path: Path, secret: str) -> None:
     """Write the course file `path` (course_text), readable by its owner only."""
     from grader.files import atomic_write
 
-    atomic_write(Path(path), course_text(secret))
-    Path(path).chmod(0o600)
+    atomic_write(Path(path), course_text(secret), mode=0o600)
 
 
 def read_course(path: Path, lang: str = "en") -> str:
