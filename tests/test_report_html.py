@@ -1,6 +1,7 @@
 """OUT/report.html: one self-contained page, every name escaped, its numbers those of grades.json."""
 
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -153,3 +154,28 @@ def test_a_headless_browser_renders_the_report_without_errors(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (1200, 2000)
     dom = _chromium(chromium, tmp_path / "profile", "--dump-dom", url).stdout
     _assert_page_matches(Page(dom), sheet)
+
+
+def test_the_page_lists_the_files_graded_nowhere_and_why(tmp_path):
+    """A misnamed file (did you mean), several of one kata, and a file named after no kata each get
+    a row of "Files not graded"; a class with none gets no such section."""
+    from grader.classroom import batch, gradesheet
+
+    for student, name in (
+        ("ann", "Group_Advantages.py"),
+        ("bob", "group_advantages.py"),
+        ("bob", "old/group_advantages.py"),
+        ("cy", "notes.py"),
+    ):
+        (tmp_path / student / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / student / name).write_text("x = 1\n")
+    sheet = gradesheet.build_sheet(batch.discover(tmp_path, None, batch.Settings()), {})
+    page = report_html(sheet)
+    rows = re.findall(r'<tr class="not-graded"><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>', page)
+    assert rows == [
+        ("ann", "Group_Advantages.py", "did you mean group_advantages.py?"),
+        ("bob", "group_advantages.py, old/group_advantages.py", "several group_advantages.py: none graded"),
+        ("cy", "notes.py", "named after no kata"),
+    ]
+    assert "Files not graded" in page
+    assert "Files not graded" not in report_html(gradesheet.build_sheet(batch.Roster([], [], []), {}))

@@ -52,6 +52,7 @@ def report_html(sheet: dict, lang: str = "en") -> str:
         _todo_rates(sheet, lang),
         _misconceptions(sheet, lang),
         _feedback_links(sheet, lang),
+        _not_graded(sheet, lang),
         "</body></html>\n",
     ]
     return "\n".join(parts)
@@ -187,3 +188,23 @@ def _feedback_links(sheet: dict, lang: str = "en") -> str:
         rows.append(f"<tr><td>{e(student)}</td><td>{links}</td></tr>")
     title, student, feedback = (e(phrase(lang, key)) for key in ("feedback_title", "student", "feedback"))
     return f"<h2>{title}</h2><table><tr><th>{student}</th><th>{feedback}</th></tr>{''.join(rows)}</table>"
+
+
+def _not_graded(sheet: dict, lang: str = "en") -> str:
+    """Files graded nowhere, and why: a name near a kata's, several of one kata, a name of no kata."""
+    rows = []
+    for student, by_slug in sheet.get("misnamed", {}).items():
+        rows += [(student, names, phrase(lang, "html_misnamed", slug=slug)) for slug, names in by_slug.items()]
+    for student, by_slug in sheet.get("several", {}).items():
+        rows += [(student, names, phrase(lang, "html_several", slug=slug)) for slug, names in by_slug.items()]
+    rows += [(student, names, phrase(lang, "html_stray")) for student, names in sheet.get("strays", {}).items()]
+    if not rows:
+        return ""
+    cells = "".join(
+        f'<tr class="not-graded"><td>{e(student)}</td><td>{e(", ".join(names))}</td><td>{e(why)}</td></tr>'
+        for student, names, why in rows
+    )
+    title, student, files, why = (
+        e(phrase(lang, key)) for key in ("html_not_graded", "student", "html_files", "html_why")
+    )
+    return f"<h2>{title}</h2><table><tr><th>{student}</th><th>{files}</th><th>{why}</th></tr>{cells}</table>"
