@@ -230,10 +230,10 @@ def test_a_misnamed_file_is_graded_nowhere_but_named(tmp_path):
     assert sheet["misnamed"] == roster.misnamed
     assert sheet["students"]["ann"]["group_advantages"]["misnamed"] == ["Group_Advantages.py"]
     assert "misnamed" not in sheet["students"]["cy"]["group_advantages"]
-    text = feedback.feedback_text(SLUG, None, "en", found=feedback.not_graded(roster, "ann", SLUG))
+    text = feedback.feedback_text(SLUG, None, "en", found=roster.not_graded("ann", SLUG))
     assert "did you mean group_advantages.py? Not graded, as it is named: Group_Advantages.py" in text
     assert "是不是应当叫 group_advantages.py" in feedback.feedback_text(SLUG, None, "zh", found={"misnamed": ["a.py"]})
-    assert "did you mean" not in feedback.feedback_text(SLUG, None, "en", found=feedback.not_graded(roster, "cy", SLUG))
+    assert "did you mean" not in feedback.feedback_text(SLUG, None, "en", found=roster.not_graded("cy", SLUG))
 
 
 def test_a_kata_file_is_found_anywhere_in_the_folder_unless_there_are_several(tmp_path):
@@ -253,7 +253,7 @@ def test_a_kata_file_is_found_anywhere_in_the_folder_unless_there_are_several(tm
     assert [(job.student, job.slug, job.folder) for job in roster.jobs] == [("ann", SLUG, tmp_path / "ann" / "hw3")]
     assert roster.several == {"bob": {SLUG: ["group_advantages.py", "old/group_advantages.py"]}}
     assert roster.strays == {} and roster.katas == [SLUG]  # helpers in sub-folders are not strays
-    text = feedback.feedback_text(SLUG, None, "en", found=feedback.not_graded(roster, "bob", SLUG))
+    text = feedback.feedback_text(SLUG, None, "en", found=roster.not_graded("bob", SLUG))
     assert text.startswith("several group_advantages.py in your folder, so none was graded") and "old/" in text
     sheet = gradesheet.build_sheet(roster, {})
     assert sheet["several"] == roster.several and sheet["students"]["bob"][SLUG]["several"]

@@ -104,6 +104,12 @@ class Roster:
     misnamed: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # student -> {slug: names near it}
     several: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # student -> {slug: its files, 2+}
 
+    def not_graded(self, student: str, slug: str) -> dict[str, list[str]]:
+        """Why `student`'s `slug` was graded nowhere, where the roster knows: {"misnamed": names near
+        it} and/or {"several": its files}; {} otherwise."""
+        found = {kind: getattr(self, kind).get(student, {}).get(slug) for kind in ("misnamed", "several")}
+        return {kind: names for kind, names in found.items() if names}
+
 
 class BatchError(ValueError):
     """The submissions folder cannot be graded at all (a user error, said in one line)."""

@@ -43,7 +43,7 @@ def feedback_text(
     slug: str, record: dict | None, lang: str, feedback: str = "graded", found: dict | None = None
 ) -> str:
     """The plain-text feedback on one student's file for kata `slug` (None: not handed in; then
-    `found` may say why: {"misnamed": names near it} or {"several": its files}, from the Roster);
+    `found` may say why: Roster.not_graded);
     `feedback`: "graded" or "full" (see the module docstring)."""
     if record is None:
         found = found or {}
@@ -97,14 +97,6 @@ def points_line(entry: dict, weights: dict[str, int], lang: str) -> str:
     return total + phrase(lang, "fb_units", units=phrase(lang, "fb_separator").join(parts))
 
 
-def not_graded(roster, student: str, slug: str) -> dict:
-    """Why `student`'s `slug` was not graded, where the roster knows: {"misnamed"|"several": names}."""
-    if roster is None:
-        return {}
-    found = {kind: getattr(roster, kind).get(student, {}).get(slug) for kind in ("misnamed", "several")}
-    return {kind: names for kind, names in found.items() if names}
-
-
 def _stopped_alike(result: GradeResult) -> bool:
     """Every check ran out of time, or every one crashed with the same first line of message."""
     statuses = {check.status for check in result.checks}
@@ -143,7 +135,7 @@ def write_feedback(
     for student in students:
         folder = out / "feedback" / file_name(student)
         for slug in katas:
-            why = not_graded(roster, student, slug)
+            why = roster.not_graded(student, slug) if roster is not None else {}
             text = feedback_text(slug, records.get((student, slug)), lang, feedback, why)
             if sheet is not None:
                 text = score_line(sheet, student, slug, lang) + "\n\n" + text

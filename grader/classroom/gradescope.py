@@ -188,7 +188,7 @@ def grade_submission(
     tests = []
     for slug in slugs:
         record = run.records.get((STUDENT, slug))
-        text = feedback.feedback_text(slug, record, lang, feedback_kind, feedback.not_graded(roster, STUDENT, slug))
+        text = feedback.feedback_text(slug, record, lang, feedback_kind, roster.not_graded(STUDENT, slug))
         entry = sheet["students"][STUDENT][slug]
         tests += _tests(slug, entry, sheet["points"][slug], scoring, text, visibility, lang)
     files = ", ".join(f"{slug}.py" for slug in slugs)

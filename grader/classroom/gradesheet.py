@@ -93,7 +93,8 @@ def earned_points(result: GradeResult, weights: dict[str, int]) -> dict[str, int
 def build_sheet(
     roster, records: dict[tuple[str, str], dict], scoring: str = "todos", points: dict | None = None, lang: str = "en"
 ) -> dict:
-    """{katas, scoring, points, students: {student: {slug: entry}}, strays, ignored}: every check of every file.
+    """{katas, scoring, points, students: {student: {slug: entry}}, strays, misnamed, several, ignored}:
+    every check of every file; a kata graded nowhere says why in its entry (Roster.not_graded).
 
     An entry's "points" is earned_points ({key: points}), "max" their sum at full marks; its
     "score" is points / max with scoring "todos", the fraction of checks passed with "checks".
@@ -107,10 +108,8 @@ def build_sheet(
         for slug in roster.katas:
             record = records.get((student, slug))
             row[slug] = _entry(record, weights[slug], scoring, lang) if record else _missing(weights[slug])
-            for found in ("misnamed", "several"):  # graded nowhere: "did you mean", or which one?
-                names = getattr(roster, found).get(student, {}).get(slug)
-                if not record and names:
-                    row[slug][found] = names
+            if not record:  # graded nowhere: "did you mean", or which one?
+                row[slug] |= roster.not_graded(student, slug)
             if record and "error" in record:
                 row[slug] = _missing(weights[slug]) | {"status": "error", "error": record["error"]}
         students[student] = row
