@@ -6,7 +6,15 @@ from pathlib import Path
 import click
 
 from grader import DEFAULT_MEMORY_MB
-from grader.cli.options import course_option, feedback_option, lang_option, scoring_option, timeout_option
+from grader.cli.options import (
+    course_option,
+    feedback_option,
+    lang_option,
+    points_option,
+    read_points,
+    scoring_option,
+    timeout_option,
+)
 from grader.content import catalogue
 from grader.content.i18n import phrase, pick_language
 from grader.report.console import console, errors
@@ -38,12 +46,7 @@ from grader.run.interrupt import exit_status
     "todos: points per TODO, for the whole-function checks and for the input contract (kata.toml), each lost"
     " when one of its checks fails; checks: the fraction of checks passed."
 )
-@click.option(
-    "--points",
-    "points_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A TOML file of [SLUG] tables (todo1 = 2, ..., whole = 1, contract = 1) overriding the katas' points.",
-)
+@points_option
 @course_option(
     "The course file `kata pack` wrote (OUT/course.toml): the checks draw their inputs under its seed,"
     " so a student pack's recorded values earn nothing."
@@ -103,7 +106,7 @@ def grade(
                 catalogue.get_kata(name)
             except catalogue.UnknownKata:
                 raise click.BadParameter(catalogue.unknown_kata(name, lang), param_hint="--katas") from None
-    points = _read_points(points_file, lang) if points_file else None
+    points = read_points(points_file, lang) if points_file else None
     course = _check_course(course_file, lang) if course_file else ""
     from grader.run import sandbox
 
@@ -154,20 +157,6 @@ def grade(
     if failures:
         errors.print(phrase(lang, "grade_error_hint"), style="warning", markup=False)
     return 3 if failures else 0  # 3: the grader failed on some file (README, "Exit status")
-
-
-def _read_points(path: Path, lang: str = "en") -> dict:
-    """The --points file: {slug: {key: points}}, checked against the katas (one-line error, status 2)."""
-    import tomllib
-
-    from grader.classroom import gradesheet
-
-    try:
-        with path.open("rb") as handle:
-            return gradesheet.check_points(tomllib.load(handle), lang)
-    except (OSError, tomllib.TOMLDecodeError, gradesheet.PointsError) as error:
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise click.BadParameter(message, param_hint="--points") from None
 
 
 def _check_course(path: Path, lang: str = "en") -> str:

@@ -1,5 +1,5 @@
-"""What the `kata` commands share: the SLUG argument, the --workspace, --lang, --timeout, --scoring and
---feedback options,
+"""What the `kata` commands share: the SLUG argument, the --workspace, --lang, --timeout, --scoring,
+--points (read_points) and --feedback options,
 and opening the workspace (its warnings printed on stderr). `--lang` may also come before the
 command (`kata --lang zh check X`); the command's own wins."""
 
@@ -94,6 +94,30 @@ def feedback_option(command):
         show_default=True,
         help=FEEDBACK_HELP,
     )(command)
+
+
+def points_option(command):
+    """--points FILE: a TOML file of [SLUG] tables overriding the katas' points (read_points)."""
+    return click.option(
+        "--points",
+        "points_file",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="A TOML file of [SLUG] tables (todo1 = 2, ..., whole = 1, contract = 1) overriding the katas' points.",
+    )(command)
+
+
+def read_points(path: Path, lang: str = "en") -> dict:
+    """The --points file: {slug: {key: points}}, checked against the katas (one-line error, status 2)."""
+    import tomllib
+
+    from grader.classroom import gradesheet
+
+    try:
+        with path.open("rb") as handle:
+            return gradesheet.check_points(tomllib.load(handle), lang)
+    except (OSError, tomllib.TOMLDecodeError, gradesheet.PointsError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise click.BadParameter(message, param_hint="--points") from None
 
 
 def course_option(help_text: str):
