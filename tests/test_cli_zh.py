@@ -10,6 +10,7 @@ import zipfile
 import pytest
 from chinese_text import english_words
 from cli_support import CJK, all_slugs, flat, record_check
+from gradescope_schema import check_results
 
 from grader.classroom import feedback, gradescope, gradesheet, report_html
 from grader.cli.listing import build_listing, listing_rows
@@ -263,14 +264,16 @@ def test_gradescope_takes_a_lang_and_its_results_are_chinese(kata_main, tmp_path
         config = json.loads(archive.read("gradescope.json"))
     monkeypatch.setattr(sandbox, "problem", lambda: "no namespaces")
     (tmp_path / "sub").mkdir()
-    results = gradescope.grade_submission(tmp_path / "sub", ["grpo_loss"], "todos", "visible", config["lang"])
+    settings = gradescope.Autograder.from_json(config | {"output_format": "text"})
+    results = gradescope.grade_submission(tmp_path / "sub", settings)
+    check_results(results)
 
     assert run.status == 0 and run.out.startswith(f"已写入 {tmp_path / 'a.zip'}")
     assert config["lang"] == "zh"
     assert results["output"].startswith("已用 `kata check` 的检查评分 grpo_loss.py，未使用操作系统沙箱")
     names = [test["name"] for test in results["tests"]]
     assert names[-1] == "grpo_loss: 输入约定" and get_kata("grpo_loss").todos[0].title["zh"] in names[0]
-    assert all(test["output"].startswith("未提交\n\n你的文件夹里没有") for test in results["tests"])
+    assert all(re.match(r"未提交：0 / \d+ 分\n\n你的文件夹里没有", test["output"]) for test in results["tests"])
 
 
 def test_solution_under_zh_has_the_exercises_chinese_docstrings(kata_main, workspace):

@@ -41,6 +41,7 @@ from pathlib import Path
 import gradescope_prober
 import pytest
 from conftest import need_sandbox
+from gradescope_schema import check_results
 
 from grader.classroom import gradescope
 
@@ -207,7 +208,9 @@ def grade(root: Path, text: str) -> dict:
         timeout=600,
     )
     assert done.returncode == 0, f"run_autograder failed:\n{done.stdout}{done.stderr}"
-    return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    check_results(results)
+    return results
 
 
 def read_report(results: dict) -> dict | None:

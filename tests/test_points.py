@@ -169,8 +169,9 @@ def test_points_overrides_accept_whole_where_the_kata_has_it():
 
 def whole_fails(slug: str) -> GradeResult:
     """A file of `slug` whose only failing check is a whole-function one, located in TODO 1."""
-    checks = [CheckResult(f"t{todo.number}", "", todo.number, "passed") for todo in get_kata(slug).todos]
-    checks += [CheckResult("values", "", None, "failed", whole=True), CheckResult("contract", "", None, "passed")]
+    checks = [CheckResult(f"t{n.number}", f"todo {n.number} works", n.number, "passed") for n in get_kata(slug).todos]
+    checks += [CheckResult("values", "the values", None, "failed", whole=True)]
+    checks += [CheckResult("contract", "the contract", None, "passed")]
     return GradeResult(slug, "x.py", checks, location=Location((1,), "transplant"))
 
 
@@ -191,11 +192,14 @@ def test_the_sheet_and_csv_count_the_whole_points():
 @pytest.mark.parametrize(("lang", "name"), [("en", "the whole function"), ("zh", "整个函数")])
 def test_gradescope_gives_the_whole_points_a_test_of_their_own(lang, name):
     weights = kata_points(WHOLE_SLUG)
-    entry = {"status": "graded", "points": weights | {"whole": 0}, "checks": []}
-    tests = gradescope._tests(WHOLE_SLUG, entry, weights, "todos", "feedback", "visible", lang)
+    result = whole_fails(WHOLE_SLUG)
+    units = gradescope._units(result, earned_points(result, weights), weights, "todos", None)
+    config = gradescope.Autograder((WHOLE_SLUG,), lang=lang, output_format="text")
+    tests = [gradescope._test(WHOLE_SLUG, unit, result, "", config) for unit in units]
     whole = [test for test in tests if test["name"] == f"{WHOLE_SLUG}: {name}"]
     assert len(tests) == len(weights) and len(whole) == 1
-    assert (whole[0]["score"], whole[0]["max_score"]) == (0, 1)
+    assert (whole[0]["score"], whole[0]["max_score"], whole[0]["status"]) == (0, 1, "failed")
+    assert "the values" in whole[0]["output"] and "todo 1 works" not in whole[0]["output"]
     assert sum(test["score"] for test in tests) == sum(weights.values()) - 1
 
 

@@ -7,6 +7,10 @@ the misconception it fits. The report ends with what to do next and the plain su
 A `graded` report (`kata grade`, Gradescope: feedback on work handed in) tells each misconception
 by its graded title and explanation, which say what went wrong and never the corrected code, and
 its next step never points to `kata solution`; otherwise it is the report of `kata check`.
+
+A unit's report (`build_unit_report`: one TODO, the whole function or the input contract, what
+Gradescope shows per test) is that unit's section alone, with the diagnosis when its misconception
+lies in that TODO and the location when it points there.
 """
 
 from rich.console import Group, RenderableType
@@ -58,6 +62,22 @@ def build_report(
             parts += _diagnosis(result, kata, lang, graded)
     parts += _location(result, lang)
     parts += [Prose(_next_step(result, kata, lang, graded), "next"), Text(summary_line(result))]
+    return Trimmed(Group(*parts))
+
+
+def build_unit_report(
+    result: GradeResult, kata: Kata, lang: str, unit: int | str, graded: bool = True
+) -> RenderableType:
+    """The report of one unit of `result` (a TODO's number, "whole" or "contract"): its checks' section
+    (at most DETAILED failures in full), the diagnosis when its misconception is in TODO `unit`, and
+    where the mistake lies when that is in `unit` (or, for the whole function, anywhere)."""
+    checks = dict(_by_todo(result.checks)).get(unit, [])
+    parts: list[RenderableType] = _todo_section(unit, checks, kata, lang, DETAILED, result.diagnosis, graded)
+    if result.diagnosis and kata.misconception(result.diagnosis).todo == unit:
+        parts += _diagnosis(result, kata, lang, graded)
+    location = result.location
+    if location is not None and (unit in location.todos or (unit == "whole" and location.method == "outside_todos")):
+        parts += _location(result, lang)
     return Trimmed(Group(*parts))
 
 
