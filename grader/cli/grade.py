@@ -60,6 +60,12 @@ from grader.run.interrupt import exit_status
 )
 @feedback_option
 @lang_option
+@click.option(
+    "--defaults",
+    "use_defaults",
+    is_flag=True,
+    help="Options left out take their defaults, not the values the last run kept in OUT/view.json.",
+)
 def grade(
     submissions: Path,
     kata_names: str | None,
@@ -74,6 +80,7 @@ def grade(
     no_sandbox: bool,
     feedback_kind: str,
     lang: str | None,
+    use_defaults: bool,
 ) -> int:
     """Grade a class: SUBMISSIONS holds one folder per student, each with any number of kata files.
 
@@ -86,16 +93,18 @@ def grade(
     (and .md): the report each student would get from `kata check`, a known
     mistake told in words, never the fix (--feedback full: as `kata check`
     tells it), and OUT/report.html, the class at a glance. Scores (--scoring,
-    --points), the language (--lang) and --feedback come from the saved
-    results: changing them grades nothing again. With --course, the checks
-    draw their inputs under the course's seed: values recorded in a student
-    pack cannot pass them. Exit 3: the grader failed on some file (not a
-    grade).
+    --points), the language (--lang), --feedback and --roster only change
+    how the saved results are shown: changing them grades nothing again, and
+    a rerun that leaves one out uses the last run's (kept in OUT/view.json;
+    --defaults: not). With --course, the checks draw their inputs under the
+    course's seed: values recorded in a student pack cannot pass them.
+    Exit 3: the grader failed on some file (not a grade).
     """
-    from grader.classroom import batch, feedback, gradesheet, report_html
+    from grader.classroom import batch, feedback, gradesheet, report_html, view
     from grader.classroom.names import display_name
 
-    lang = pick_language(lang)
+    shown, reused = _view(out, lang, scoring, feedback_kind, points_file, use_defaults)
+    lang = shown.lang
     slugs = None
     if kata_names is not None:
         slugs = [name.strip() for name in kata_names.split(",") if name.strip()]
@@ -106,7 +115,6 @@ def grade(
                 catalogue.get_kata(name)
             except catalogue.UnknownKata:
                 raise click.BadParameter(catalogue.unknown_kata(name, lang), param_hint="--katas") from None
-    points = read_points(points_file, lang) if points_file else None
     course = _check_course(course_file, lang) if course_file else ""
     from grader.run import sandbox
 
@@ -128,6 +136,11 @@ def grade(
 
     if no_sandbox:
         console.print(phrase(lang, "grade_unsandboxed"), style="warning")
+    if reused:
+        path = display_name(str(out / view.VIEW_FILE))
+        console.print(
+            Trimmed(Prose(phrase(lang, "grade_view_kept", path=path, options=shown.options(reused)), "muted"))
+        )
     graded = []
 
     def done(record: dict) -> None:
@@ -140,10 +153,11 @@ def grade(
     except KeyboardInterrupt as stop:  # SIGINT or SIGTERM: every worker has ended, the results stay
         errors.print(phrase(lang, "grade_interrupted", n=len(graded)), style="warning", markup=False)
         return exit_status(stop)
-    sheet = gradesheet.build_sheet(roster, run.records, scoring, points, lang)
+    sheet = gradesheet.build_sheet(roster, run.records, shown.scoring, shown.points, lang)
     gradesheet.write_sheet(sheet, out)
     report_html.write_report(sheet, out, lang)
-    feedback.write_feedback(out, roster.students, roster.katas, run.records, lang, feedback_kind, roster, sheet)
+    feedback.write_feedback(out, roster.students, roster.katas, run.records, lang, shown.feedback, roster, sheet)
+    view.write_view(out, shown)
     wrote = ", ".join(
         display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback", "report.html")
     )
@@ -157,6 +171,33 @@ def grade(
     if failures:
         errors.print(phrase(lang, "grade_error_hint"), style="warning", markup=False)
     return 3 if failures else 0  # 3: the grader failed on some file (README, "Exit status")
+
+
+def _view(out: Path, lang: str | None, scoring: str, feedback_kind: str, points_file: Path | None, use_defaults: bool):
+    """This run's view (grader.classroom.view) and the options it kept: each option the command
+    line gives, else the one OUT/view.json kept (unless `use_defaults`), else its default."""
+    from click.core import ParameterSource
+
+    from grader.classroom import view
+    from grader.classroom.names import display_name
+
+    context = click.get_current_context()
+    default_lang = pick_language(lang)
+    given = {"lang": lang} if lang else {}
+    for field, name, value in (("scoring", "scoring", scoring), ("feedback", "feedback_kind", feedback_kind)):
+        if context.get_parameter_source(name) is not ParameterSource.DEFAULT:
+            given[field] = value
+    if points_file:
+        given |= {"points": read_points(points_file, default_lang), "points_from": display_name(str(points_file))}
+    kept = None
+    if not use_defaults:
+        try:
+            kept = view.read_view(out)
+        except view.ViewError as error:
+            path = display_name(str(out / view.VIEW_FILE))
+            line = phrase(default_lang, "grade_view_unread", path=path, why=error)
+            errors.print(line, style="warning", markup=False)
+    return view.resolve(given, kept, default_lang)
 
 
 def _check_course(path: Path, lang: str = "en") -> str:

@@ -104,6 +104,9 @@ PHRASES = {
         "grading": "grading",
         "grade_wrote": "graded {graded}, unchanged {reused}; wrote {wrote}",
         "grade_interrupted": "interrupted: {n} files graded, rerun to resume",
+        "grade_view_kept": "as the last run showed them ({path}): {options}; give an option to change it,"
+        " --defaults to drop them",
+        "grade_view_unread": "{path} could not be read ({why}): the defaults are used",
         "grade_interrupted_one": "interrupted: 1 file graded, rerun to resume",
         "per_kata": "Per kata",
         "handed_in": "handed in",
@@ -255,6 +258,8 @@ PHRASES = {
         "grading": "评分中",
         "grade_wrote": "新评分 {graded} 个，未改动 {reused} 个；已写入 {wrote}",
         "grade_interrupted": "已中断：已评分 {n} 个文件，重新运行即可继续",
+        "grade_view_kept": "沿用上次运行的显示设置（{path}）：{options}；给出选项即可更改，--defaults 则全部恢复默认",
+        "grade_view_unread": "无法读取 {path}（{why}）：改用默认设置",
         "per_kata": "各 kata 统计",
         "handed_in": "已提交",
         "all_pass": "全部通过",
