@@ -362,9 +362,10 @@ def test_discovery_copies_no_links_and_the_digest_follows_the_file_and_its_sibli
 
 
 def test_the_csv_keeps_names_from_running_as_formulas():
-    sheet = {"katas": [SLUG], "students": {"=cmd()": {SLUG: {"status": "graded", "score": 0.5}}}}
+    entry = {"status": "graded", "score": 0.5, "points": {"todo1": 1}, "max": 2}
+    sheet = {"katas": [SLUG], "points": {SLUG: {"todo1": 1, "contract": 1}}, "students": {"=cmd()": {SLUG: entry}}}
     rows = list(csv.reader(gradesheet.grades_csv(sheet).splitlines()))
-    assert rows[1] == ["'=cmd()", "0.5000", "0.5000", ""]
+    assert rows[1] == ["'=cmd()", "0.5000", "1", "0.5000", ""]
 
 
 def test_a_file_that_vanishes_while_the_folder_is_copied_is_left_out(tmp_path, monkeypatch):
@@ -430,19 +431,19 @@ def test_the_sheet_gives_points_per_todo_and_the_csv_points_of_the_max():
     assert (bob["points"], bob["max"], bob["score"], bob["scoring"]) == ({"todo1": 0, "contract": 1}, 2, 0.5, "todos")
     rows = list(csv.reader(gradesheet.grades_csv(sheet).splitlines()))
     assert rows == [
-        ["student", f"{SLUG} (of 2)", "mean", "errors"],
-        ["ann", "2", "1.0000", ""],
-        ["bob", "1", "0.5000", ""],
-        ["zed", "", "0.0000", ""],
+        ["student", f"{SLUG} (of 2)", "total (of 2)", "mean", "errors"],
+        ["ann", "2", "2", "1.0000", ""],
+        ["bob", "1", "1", "0.5000", ""],
+        ["zed", "", "0", "0.0000", ""],
     ]
     heavy = sheet_of(results, points={SLUG: {"todo1": 3}})
     assert entry(heavy, "bob")["points"] == {"todo1": 0, "contract": 1} and entry(heavy, "bob")["max"] == 4
-    assert list(csv.reader(gradesheet.grades_csv(heavy).splitlines()))[2] == ["bob", "1", "0.2500", ""]
+    assert list(csv.reader(gradesheet.grades_csv(heavy).splitlines()))[2] == ["bob", "1", "1", "0.2500", ""]
     checks = list(csv.reader(gradesheet.grades_csv(sheet_of(results, "checks")).splitlines()))
-    assert checks[:3] == [
-        ["student", SLUG, "mean", "errors"],
-        ["ann", "1.0000", "1.0000", ""],
-        ["bob", "0.8000", "0.8000", ""],
+    assert checks[:3] == [  # the total is the points earned whatever the scoring
+        ["student", SLUG, "total (of 2)", "mean", "errors"],
+        ["ann", "1.0000", "2", "1.0000", ""],
+        ["bob", "0.8000", "1", "0.8000", ""],
     ]
 
 
@@ -487,12 +488,13 @@ def test_a_rerun_with_other_points_or_scoring_grades_nothing_and_rescores(tmp_pa
 
     output, rows = run()
     assert "graded 3, unchanged 0" in output and rows[1:] == [
-        ["a", "2", "1.0000", ""],
-        ["b", "1", "0.5000", ""],
-        ["c", "0", "0.0000", ""],
+        ["a", "2", "2", "1.0000", ""],
+        ["b", "1", "1", "0.5000", ""],
+        ["c", "0", "0", "0.0000", ""],
     ]
     output, rows = run("--points", tmp_path / "points.toml")
-    assert "graded 0, unchanged 3" in output and rows[0][1] == f"{SLUG} (of 4)" and rows[2] == ["b", "1", "0.2500", ""]
+    assert "graded 0, unchanged 3" in output and rows[0][1] == f"{SLUG} (of 4)"
+    assert rows[2] == ["b", "1", "1", "0.2500", ""]
     output, rows = run("--scoring", "checks")
     stored = json.loads(batch.record_path(out, "b", SLUG).read_text())["grade"]["score"]  # 2 of 13 checks
     assert "graded 0, unchanged 3" in output and rows[0][1] == SLUG and rows[2][1] == f"{stored:.4f}" != "0.5000"

@@ -135,7 +135,8 @@ def test_an_error_is_an_empty_cell_an_errors_column_and_no_part_of_the_mean():
     assert rows["student"][-1] == "errors"
     assert rows["bo"][1] == "" and rows["bo"][-1] == SLUG and rows["ada"][-1] == ""
     assert gradesheet.student_mean(sheet["students"]["bo"]) == 0.0  # dpo_loss missing: 0, the error left out
-    assert gradesheet.student_mean(sheet["students"]["ada"]) == 0.5  # group_advantages 1.0, dpo_loss missing
+    # each kata weighs its points: group_advantages 2 of 2, dpo_loss (worth 6) missing: 2 / 8, not (1 + 0) / 2
+    assert gradesheet.student_mean(sheet["students"]["ada"]) == 0.25
     assert "the grader failed on 1 file (not graded)" in gradesheet.summary_line(sheet)
     assert 'class="error"' in report_html.report_html(sheet, "en")
     junit = gradesheet.junit_xml("bo", sheet["students"]["bo"])

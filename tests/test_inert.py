@@ -231,13 +231,24 @@ def test_every_output_shows_the_attacks_in_their_visible_form(hostile):
     names = [display_name(name) for name in FORMULAS]
     assert all(name in flat(html.unescape(hostile["report.html"])) for name in names)
     cells = [row[0] for row in csv.reader(io.StringIO(hostile["grades.csv"]))]
-    assert cells == ["student", *("'" + name for name in names)]
+    assert cells[0] == "student"  # the rows in natural order (names.natural_key), not the class's
+    assert sorted(cells[1:]) == sorted("'" + name for name in names)
 
 
 def test_no_csv_cell_starts_as_a_formula():
-    sheet = {"katas": ["=evil"], "scoring": "checks", "students": {"-rf": {"=evil": {"status": "graded", "score": 1}}}}
+    entry = {"status": "graded", "score": 1, "points": {"todo1": 1}, "max": 1}
+    sheet = {
+        "katas": ["=evil"],
+        "scoring": "checks",
+        "points": {"=evil": {"todo1": 1}},
+        "students": {"-rf": {"=evil": entry}},
+    }
+    sheet["roster"] = {"key": "@id", "columns": ["@id", "+mail"], "rows": [["-rf", "=1+1"]], "matched": {"-rf": 0}}
     rows = list(csv.reader(io.StringIO(gradesheet.grades_csv(sheet))))
-    assert rows == [["student", "'=evil", "mean", "errors"], ["'-rf", "1.0000", "1.0000", ""]]
+    assert rows == [
+        ["'@id", "'+mail", "student", "'=evil", "total (of 1)", "mean", "errors"],
+        ["'-rf", "'=1+1", "'-rf", "1.0000", "1", "1.0000", ""],
+    ]
 
 
 def test_rich_markup_in_a_message_is_printed_as_it_is(hostile, honest):

@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 import pytest
 
 from grader.classroom import batch, gradesheet
-from grader.classroom.names import NAME_BYTES, display_name, file_name, near_slug
+from grader.classroom.names import NAME_BYTES, display_name, file_name, natural_key, near_slug
 from grader.content.catalogue import get_kata
 from grader.files import json_text
 from grader.run import staging
@@ -88,11 +88,13 @@ def test_a_long_display_name_gets_a_short_file_name_of_its_own(tmp_path):
 
 def test_the_csv_quotes_every_cell_a_spreadsheet_would_run():
     names = ["=cmd()", "+1", "-rf", "@SUM(A1)", "\tTAB", "'quoted", "ada", r"\tTAB", r"\rCR"]
-    sheet = {"katas": [SLUG], "students": {name: {SLUG: {"status": "graded", "score": 1.0}} for name in names}}
+    entry = {"status": "graded", "score": 1.0, "points": {"todo1": 1}, "max": 1}
+    sheet = {"katas": [SLUG], "points": {SLUG: {"todo1": 1}}, "students": {name: {SLUG: entry} for name in names}}
     rows = list(csv.reader(io.StringIO(gradesheet.grades_csv(sheet))))[1:]
-    written = [row[0] for row in rows]
-    assert written == ["'=cmd()", "'+1", "'-rf", "'@SUM(A1)", "'\tTAB", "''quoted", "ada", r"\tTAB", r"\rCR"]
-    assert [cell[1:] if cell.startswith("'") else cell for cell in written] == names  # drop one quote: the name
+    quoted = ["'=cmd()", "'+1", "'-rf", "'@SUM(A1)", "'\tTAB", "''quoted", "ada", r"\tTAB", r"\rCR"]
+    written = [row[0] for row in rows]  # the rows in natural order (names.natural_key)
+    assert written == [quoted[names.index(name)] for name in sorted(names, key=natural_key)]
+    assert sorted(cell[1:] if cell.startswith("'") else cell for cell in written) == sorted(names)  # drop one quote
     assert gradesheet._cell("\rCR") == "'\rCR"  # no display name holds a CR, but a cell never starts with one
 
 

@@ -184,8 +184,8 @@ def test_the_sheet_and_csv_count_the_whole_points():
     assert entry["points"] == todos | {"whole": 0, "contract": 1} and entry["max"] == len(todos) + 2
     top = len(todos) + 2
     assert list(csv.reader(gradesheet.grades_csv(sheet).splitlines())) == [
-        ["student", f"{WHOLE_SLUG} (of {top})", "mean", "errors"],
-        ["ann", str(top - 1), f"{(top - 1) / top:.4f}", ""],
+        ["student", f"{WHOLE_SLUG} (of {top})", f"total (of {top})", "mean", "errors"],
+        ["ann", str(top - 1), str(top - 1), f"{(top - 1) / top:.4f}", ""],
     ]
 
 

@@ -127,9 +127,10 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
     one of its name, and graded in its own folder; several of one name are graded nowhere but kept in
     `several`, for the feedback to list. A file whose name is near a kata's (names.near_slug:
     "GRPO_loss.py", "dpo_loss (1).py") is graded nowhere but kept in `misnamed`, for the feedback to
-    ask "did you mean".
+    ask "did you mean". Students come in natural, case-insensitive order (names.natural_key:
+    student2 before student10), the order of grades.json, grades.csv and the class page.
     """
-    from grader.classroom.names import display_name, near_slug
+    from grader.classroom.names import display_name, natural_key, near_slug
 
     if not root.is_dir():
         raise BatchError(f"{display_name(str(root))} is not a folder of student folders")
@@ -137,7 +138,7 @@ def discover(root: Path, slugs: list[str] | None, settings: Settings, exclude: t
     wanted = set(slugs or known)
     excluded = {path.resolve() for path in exclude}
     students, jobs, strays, misnamed, several, ignored, found = [], [], {}, {}, {}, [], set()
-    for entry in sorted(root.iterdir(), key=lambda path: path.name):
+    for entry in sorted(root.iterdir(), key=lambda path: natural_key(display_name(path.name))):
         if entry.name.startswith(".") or entry.resolve() in excluded:
             continue
         student = display_name(entry.name)

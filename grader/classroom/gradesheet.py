@@ -3,6 +3,9 @@ summarised as rich renderables (per-kata pass rate, score distribution, common m
 
 `build_sheet` is plain data (what grades.json holds); the writers and the summary read only it.
 A kata a student did not hand in is "missing": an empty cell in the CSV, 0 in the student's mean.
+The student's mean weighs each kata by its points total (student_mean), so a kata worth 0 points
+lowers nothing; grades.csv adds the points earned over all katas, `total (of MAX)`, and, with
+--roster, the class list's columns (grader.classroom.class_list), students in natural order.
 A file the grader failed on (batch.error_record: the control file failed too) is "error": no grade,
 an empty cell and its kata in the CSV's `errors` column, left out of the student's mean, said in
 the summary and on the class page; `kata grade` exits 3.
@@ -27,7 +30,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from grader.classroom.names import file_name
+from grader.classroom import class_list as class_lists
+from grader.classroom.names import display_name, file_name, natural_key
 from grader.content.catalogue import get_kata, localized
 from grader.content.i18n import phrase
 from grader.files import json_text
@@ -37,6 +41,7 @@ from grader.report.results import CheckResult, GradeResult
 HISTOGRAM_BINS = 5  # score distribution: [0, 20%), [20%, 40%), ... [80%, 100%]
 TOP_MISCONCEPTIONS = 5
 BAR_WIDTH = 30
+NO_ROSTER = {"key": None, "columns": [], "rows": [], "matched": {}}  # grades.csv without --roster
 _XML_UNSAFE = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -91,15 +96,22 @@ def earned_points(result: GradeResult, weights: dict[str, int]) -> dict[str, int
 
 
 def build_sheet(
-    roster, records: dict[tuple[str, str], dict], scoring: str = "todos", points: dict | None = None, lang: str = "en"
+    roster,
+    records: dict[tuple[str, str], dict],
+    scoring: str = "todos",
+    points: dict | None = None,
+    lang: str = "en",
+    class_list: dict | None = None,
 ) -> dict:
-    """{katas, scoring, points, students: {student: {slug: entry}}, strays, misnamed, several, ignored}:
-    every check of every file; a kata graded nowhere says why in its entry (Roster.not_graded).
+    """{katas, scoring, points, students: {student: {slug: entry}}, strays, misnamed, several, ignored,
+    roster}: every check of every file; a kata graded nowhere says why in its entry (Roster.not_graded).
 
     An entry's "points" is earned_points ({key: points}), "max" their sum at full marks; its
     "score" is points / max with scoring "todos", the fraction of checks passed with "checks".
     `points`: the --points overrides, {slug: {key: points}}. The checks' messages and the load
     errors are those in `lang` (GradeResult.in_language: a record holds every language's).
+    `class_list`: the --roster file as class_list.read_class_list reads it; "roster" is it matched
+    to the students (class_list.match), None without one.
     """
     weights = {slug: kata_points(slug, (points or {}).get(slug)) for slug in roster.katas}
     students = {}
@@ -122,6 +134,7 @@ def build_sheet(
         "misnamed": roster.misnamed,
         "several": roster.several,
         "ignored": roster.ignored,
+        "roster": class_lists.match(class_list, roster.students) if class_list else None,
     }
 
 
@@ -167,9 +180,27 @@ def _entry(record: dict, weights: dict[str, int], scoring: str, lang: str) -> di
 
 
 def student_mean(row: dict) -> float:
-    """The mean score over the student's katas, a missing one as 0, one in error left out."""
-    scores = [entry["score"] for entry in row.values() if entry["status"] != "error"]
-    return round(sum(scores) / len(scores), 4) if scores else 0.0
+    """The student's mean score, each kata weighing its points total (the entry's "max": kata.toml's
+    points, or --points): sum(max * score) / sum(max), a missing kata scoring 0, one in error (no
+    grade) left out, one worth 0 points out of both sums. With scoring "todos" it is the points
+    earned over the points there were: grades.csv's total / MAX, less any kata in error. The CSV, the
+    histogram and the class page all show this number. (An entry with no "max", in a sheet made by
+    hand, weighs 1.)"""
+    kept = [entry for entry in row.values() if entry["status"] != "error"]
+    top = sum(entry.get("max", 1) for entry in kept)
+    return round(sum(map(_weighted_score, kept)) / top, 4) if top else 0.0
+
+
+def _weighted_score(entry: dict) -> float:
+    """max * score: exactly the points earned with scoring "todos" (the score is rounded)."""
+    if entry.get("scoring") == "todos":
+        return sum(entry["points"].values())
+    return entry.get("max", 1) * entry["score"]
+
+
+def student_total(row: dict) -> int:
+    """The points the student earned over every kata (0 for a kata missing or in error)."""
+    return sum(sum(entry.get("points", {}).values()) for entry in row.values())
 
 
 def errors(sheet: dict) -> list[tuple[str, str, str]]:
@@ -181,16 +212,27 @@ def errors(sheet: dict) -> list[tuple[str, str, str]]:
 # -- files ------------------------------------------------------------------------------------
 
 
-def write_sheet(sheet: dict, out: Path) -> list[Path]:
-    """grades.csv, grades.json and junit/<student>.xml under `out`, each written atomically.
+EXCEL_CSV = "grades-excel.csv"  # --excel: grades.csv as UTF-8 with a BOM, for Excel
+
+
+def write_sheet(sheet: dict, out: Path, excel: bool = False) -> list[Path]:
+    """grades.csv, grades.json and junit/<student>.xml under `out`, each written atomically; with
+    `excel`, EXCEL_CSV too: the same CSV with a UTF-8 BOM, without which Excel reads "José" as
+    "JosÃ©". Without `excel`, an EXCEL_CSV left by an earlier run is removed: no stale grades.
 
     <student> is the display name, cut and hashed if very long (names.file_name).
     """
     from grader.files import atomic_write
 
     written = [out / "grades.csv", out / "grades.json"]
-    atomic_write(written[0], grades_csv(sheet))
+    text = grades_csv(sheet)
+    atomic_write(written[0], text)
     atomic_write(written[1], json_text(sheet))
+    if excel:
+        written.append(out / EXCEL_CSV)
+        atomic_write(written[-1], "\ufeff" + text)
+    else:
+        (out / EXCEL_CSV).unlink(missing_ok=True)
     for student, row in sheet["students"].items():
         path = out / "junit" / f"{file_name(student)}.xml"
         atomic_write(path, junit_xml(student, row))
@@ -199,23 +241,48 @@ def write_sheet(sheet: dict, out: Path) -> list[Path]:
 
 
 def grades_csv(sheet: dict) -> str:
-    """One row per student, one column per kata (empty when missing or in error), the mean, and
-    `errors`: the katas the grader failed on, to grade again (their cells are empty, not 0).
+    """One row per student, in natural, case-insensitive order (names.natural_key): one column per
+    kata (empty when missing or in error), `total (of MAX)`, the mean (student_mean: weighted by
+    each kata's points), and `errors`: the katas the grader failed on, to grade again (their cells
+    are empty, not 0, and earn nothing of the total).
 
-    Scoring "todos": the column is headed `SLUG (of MAX)` and holds the points earned; the mean is
-    the mean of points / max over the katas. Scoring "checks": the fraction of checks passed.
+    Scoring "todos": a kata's column is headed `SLUG (of MAX)` and holds the points earned. Scoring
+    "checks": the fraction of checks passed; the total is the points earned all the same.
+    With a roster (sheet["roster"], class_list.match), its columns come first, as in its file: a
+    student's row has their row's cells, or none if no row matched; a row no folder matched is a
+    row of its own, with no student, no katas and a total of 0. Every cell goes through _cell.
     """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    by_points = sheet.get("scoring", "checks") == "todos"
-    headers = [f"{slug} (of {sum(sheet['points'][slug].values())})" if by_points else slug for slug in sheet["katas"]]
-    writer.writerow(map(_cell, ["student", *headers, "mean", "errors"]))
-    for student, row in sheet["students"].items():
-        graded = [slug for slug in sheet["katas"] if row[slug]["status"] == "graded"]
-        cells = [_score_cell(row[slug], by_points) if slug in graded else "" for slug in sheet["katas"]]
-        failed = " ".join(slug for slug in sheet["katas"] if row[slug]["status"] == "error")
-        writer.writerow(map(_cell, [student, *cells, f"{student_mean(row):.4f}", failed]))
+    katas, by_points = sheet["katas"], sheet.get("scoring", "checks") == "todos"
+    tops = {slug: sum(sheet["points"][slug].values()) for slug in katas}
+    headers = [f"{slug} (of {tops[slug]})" if by_points else slug for slug in katas]
+    roster = sheet.get("roster") or NO_ROSTER
+    total = f"total (of {sum(tops.values())})"
+    writer.writerow(map(_cell, [*roster["columns"], "student", *headers, total, "mean", "errors"]))
+    for listed, student, row in _rows(sheet["students"], roster):
+        if row is None:  # in the roster, with no folder: nothing handed in
+            writer.writerow(map(_cell, [*listed, "", *[""] * len(katas), "0", f"{0:.4f}", ""]))
+            continue
+        cells = [_score_cell(row[slug], by_points) if row[slug]["status"] == "graded" else "" for slug in katas]
+        failed = " ".join(slug for slug in katas if row[slug]["status"] == "error")
+        writer.writerow(
+            map(_cell, [*listed, student, *cells, str(student_total(row)), f"{student_mean(row):.4f}", failed])
+        )
     return buffer.getvalue()
+
+
+def _rows(students: dict, roster: dict) -> list[tuple[list[str], str, dict | None]]:
+    """(the roster's cells, the student, their row of the sheet) for each student, and for each
+    roster row no folder matched (student "", row None), in natural order of the student's name,
+    else of the row's key."""
+    rows, matched, blank = roster["rows"], roster["matched"], [""] * len(roster["columns"])
+    found = [(rows[matched[name]] if name in matched else blank, name, row, name) for name, row in students.items()]
+    if rows:
+        key, taken = roster["columns"].index(roster["key"]), set(matched.values())
+        found += [(cells, "", None, cells[key].strip()) for number, cells in enumerate(rows) if number not in taken]
+    found.sort(key=lambda item: natural_key(item[3]))
+    return [item[:3] for item in found]
 
 
 def _score_cell(entry: dict, by_points: bool) -> str:
@@ -294,6 +361,20 @@ def summary_line(sheet: dict, lang: str = "en") -> str:
     return line + (phrase(lang, "grade_errors", n=broken) if broken else "")
 
 
+def roster_warnings(sheet: dict, lang: str = "en") -> list[str]:
+    """A line (in `lang`) for the roster's names with no folder, one for the folders not in the
+    roster, and one for each roster row several folders match; none without a roster."""
+    roster = sheet.get("roster")
+    if not roster:
+        return []
+    keys, folders = roster["unmatched"]["roster"], roster["unmatched"]["folders"]  # folders: display names already
+    lines = [phrase(lang, "roster_no_folder", names=", ".join(map(display_name, keys)))] if keys else []
+    lines += [phrase(lang, "roster_no_row", names=", ".join(folders))] if folders else []
+    for key, names in roster["several"].items():
+        lines.append(phrase(lang, "roster_several", column=display_name(key), names=", ".join(names)))
+    return lines
+
+
 def _all_pass(entry: dict) -> bool:
     """A graded file whose checks all passed (and that had checks)."""
     return entry["failed"] == 0 and entry["passed"] > 0
@@ -314,6 +395,7 @@ def build_summary(sheet: dict, lang: str = "en") -> RenderableType:
                 parts.append(Text(line, style="warning"))
     if sheet["ignored"]:
         parts.append(Text(phrase(lang, "ignored", names=", ".join(sheet["ignored"])), style="warning"))
+    parts += [Text(line, style="warning") for line in roster_warnings(sheet, lang)]
     parts += [Text(), Text(summary_line(sheet, lang))]
     return Group(*parts)
 

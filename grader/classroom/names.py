@@ -61,6 +61,17 @@ def file_name(display: str) -> str:
     return "".join(keep) + _HASH_MARK + hashlib.sha256(display.encode()).hexdigest()[:32]
 
 
+_DIGITS = re.compile(r"([0-9]+)")
+
+
+def natural_key(name: str) -> tuple:
+    """How `kata grade` orders names (students, roster rows): case-insensitively, a run of digits
+    by its value ("student2" before "student10", "bob" before "Carl"); names alike but for case or
+    leading zeros by the name itself, so the order is total."""
+    parts = _DIGITS.split(name.casefold())  # text, digits, text, ...: the same type at each position
+    return (tuple(int(part) if index % 2 else part for index, part in enumerate(parts)), name)
+
+
 _COPY_SUFFIX = re.compile(r"(?:\s*\(\d+\)|-\d+)$")  # "dpo_loss (1)", "dpo_loss-2": a browser's or a system's copy
 NEAR = 2  # edits (insert, delete, replace) within which a file's name is a kata's, misspelt
 

@@ -1,7 +1,7 @@
 """How `kata grade` shows a class's results, kept in OUT/view.json for the next run.
 
 The language (--lang), the scoring (--scoring), the points (--points), what the feedback tells
-(--feedback) and the roster (--roster, --roster-key) change only how the saved results are shown:
+(--feedback), the roster (--roster, --roster-key) and --excel change only how the saved results are shown:
 the grade sheet, the feedback and the class page are rendered from the records, and none of them
 is in the rerun key (batch.Settings), so changing one grades nothing again. A run keeps them in
 OUT/view.json; the next run on the same OUT uses each one it is not given again (`resolve`), and
@@ -10,7 +10,7 @@ the file's name to show, so the kept view does not depend on the files still bei
 
     view.json   {"lang": "zh", "scoring": "todos", "feedback": "graded",
                  "points": {slug: {key: n}} | null, "points_from": "points.toml",
-                 "roster": {...} | null, "roster_from": "class.csv"}
+                 "roster": {...} | null, "roster_from": "class.csv", "excel": false}
 """
 
 import json
@@ -34,14 +34,15 @@ class View:
     points_from: str = ""  # the --points file's display name
     roster: dict | None = None  # --roster, as class_list reads it
     roster_from: str = ""  # the --roster file's display name
+    excel: bool = False  # --excel: grades-excel.csv beside grades.csv
 
     def options(self, names: list[str]) -> str:
         """'--lang zh, --points points.toml': the options `names` (fields) as a command line gives them."""
-        shown = {"points": self.points_from, "roster": self.roster_from}
-        return ", ".join(f"--{name} {shown.get(name) or getattr(self, name)}" for name in names)
+        shown = {"points": self.points_from, "roster": self.roster_from, "excel": ""}
+        return ", ".join(f"--{name} {shown.get(name, getattr(self, name))}".rstrip() for name in names)
 
 
-OPTIONS = ("lang", "scoring", "feedback", "points", "roster")  # the fields a command line gives
+OPTIONS = ("lang", "scoring", "feedback", "points", "roster", "excel")  # the fields a command line gives
 
 
 class ViewError(ValueError):
@@ -77,8 +78,24 @@ def _check(view: View) -> None:
             gradesheet.check_points(view.points)
         except (gradesheet.PointsError, AttributeError, TypeError) as error:
             raise ViewError(str(error)) from None
-    if view.roster is not None and not isinstance(view.roster, dict):
-        raise ViewError("a roster that is not a table")
+    if view.roster is not None and not _is_class_list(view.roster):
+        raise ViewError("a roster that is not a class list")
+    if not isinstance(view.excel, bool):
+        raise ViewError("--excel that is neither true nor false")
+
+
+def _is_class_list(data) -> bool:
+    """Whether `data` has the shape class_list.read_class_list gives: a key among the columns, rows
+    of text as long as the header."""
+    if not isinstance(data, dict) or set(data) != {"key", "columns", "rows"}:
+        return False
+    columns, rows = data["columns"], data["rows"]
+    if not isinstance(columns, list) or not isinstance(rows, list) or data["key"] not in columns:
+        return False
+    cells = [*columns, *(cell for row in rows if isinstance(row, list) for cell in row)]
+    return all(isinstance(row, list) and len(row) == len(columns) for row in rows) and all(
+        isinstance(cell, str) for cell in cells
+    )
 
 
 def resolve(given: dict, kept: View | None, default_lang: str) -> tuple[View, list[str]]:

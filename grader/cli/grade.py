@@ -58,6 +58,25 @@ from grader.run.interrupt import exit_status
     is_flag=True,
     help="Run the files' code outside the OS sandbox (bwrap); said in the output, grades.json and JUnit.",
 )
+@click.option(
+    "--roster",
+    "roster_file",
+    type=click.Path(path_type=Path),
+    metavar="FILE.csv",
+    help="The class list: CSV with a header row (UTF-8, a BOM or none), one row per student; its key column"
+    " (--roster-key) is matched to the folder names ignoring case, its columns lead grades.csv, and names"
+    " on one side only are listed.",
+)
+@click.option(
+    "--roster-key",
+    metavar="COLUMN",
+    help="The --roster column holding the folder names, by its header in any case (default: the first).",
+)
+@click.option(
+    "--excel/--no-excel",
+    default=False,
+    help="Also write OUT/grades-excel.csv: grades.csv as UTF-8 with a BOM, so that Excel shows names like José.",
+)
 @feedback_option
 @lang_option
 @click.option(
@@ -78,6 +97,9 @@ def grade(
     course_file: Path | None,
     force: bool,
     no_sandbox: bool,
+    roster_file: Path | None,
+    roster_key: str | None,
+    excel: bool,
     feedback_kind: str,
     lang: str | None,
     use_defaults: bool,
@@ -93,17 +115,22 @@ def grade(
     (and .md): the report each student would get from `kata check`, a known
     mistake told in words, never the fix (--feedback full: as `kata check`
     tells it), and OUT/report.html, the class at a glance. Scores (--scoring,
-    --points), the language (--lang), --feedback and --roster only change
-    how the saved results are shown: changing them grades nothing again, and
-    a rerun that leaves one out uses the last run's (kept in OUT/view.json;
-    --defaults: not). With --course, the checks draw their inputs under the
-    course's seed: values recorded in a student pack cannot pass them.
+    --points), the language (--lang), --feedback, --roster and --excel only
+    change how the saved results are shown: changing them grades nothing
+    again, and a rerun that leaves one out uses the last run's (kept in
+    OUT/view.json; --defaults: not). With --roster, grades.csv starts with
+    the class list's columns and has a row for every student on it (--excel:
+    a copy for Excel too). With --course, the checks draw their inputs under
+    the course's seed: values recorded in a student pack cannot pass them.
     Exit 3: the grader failed on some file (not a grade).
     """
     from grader.classroom import batch, feedback, gradesheet, report_html, view
     from grader.classroom.names import display_name
 
-    shown, reused = _view(out, lang, scoring, feedback_kind, points_file, use_defaults)
+    if roster_key is not None and not roster_file:
+        raise click.BadParameter(phrase(pick_language(lang), "roster_key_alone"), param_hint="--roster-key")
+    chosen = {"scoring": scoring, "feedback": feedback_kind, "excel": excel}
+    shown, reused = _view(out, lang, chosen, points_file, (roster_file, roster_key), use_defaults)
     lang = shown.lang
     slugs = None
     if kata_names is not None:
@@ -153,14 +180,13 @@ def grade(
     except KeyboardInterrupt as stop:  # SIGINT or SIGTERM: every worker has ended, the results stay
         errors.print(phrase(lang, "grade_interrupted", n=len(graded)), style="warning", markup=False)
         return exit_status(stop)
-    sheet = gradesheet.build_sheet(roster, run.records, shown.scoring, shown.points, lang)
-    gradesheet.write_sheet(sheet, out)
+    sheet = gradesheet.build_sheet(roster, run.records, shown.scoring, shown.points, lang, shown.roster)
+    gradesheet.write_sheet(sheet, out, shown.excel)
     report_html.write_report(sheet, out, lang)
     feedback.write_feedback(out, roster.students, roster.katas, run.records, lang, shown.feedback, roster, sheet)
     view.write_view(out, shown)
-    wrote = ", ".join(
-        display_name(str(out / name)) for name in ("grades.csv", "grades.json", "junit", "feedback", "report.html")
-    )
+    names = ("grades.csv", *[gradesheet.EXCEL_CSV] * shown.excel, "grades.json", "junit", "feedback", "report.html")
+    wrote = ", ".join(display_name(str(out / name)) for name in names)
     console.print(
         Trimmed(Prose(phrase(lang, "grade_wrote", graded=run.graded, reused=run.reused, wrote=wrote), "muted"))
     )
@@ -173,9 +199,18 @@ def grade(
     return 3 if failures else 0  # 3: the grader failed on some file (README, "Exit status")
 
 
-def _view(out: Path, lang: str | None, scoring: str, feedback_kind: str, points_file: Path | None, use_defaults: bool):
+def _view(
+    out: Path,
+    lang: str | None,
+    chosen: dict,
+    points_file: Path | None,
+    roster: tuple[Path | None, str | None],
+    use_defaults: bool,
+):
     """This run's view (grader.classroom.view) and the options it kept: each option the command
-    line gives, else the one OUT/view.json kept (unless `use_defaults`), else its default."""
+    line gives (`chosen`: the values of the options with defaults, by field), else the one
+    OUT/view.json kept (unless `use_defaults`), else its default. The --points and --roster files
+    are read here: a bad one is a one-line error, before any grading."""
     from click.core import ParameterSource
 
     from grader.classroom import view
@@ -184,11 +219,18 @@ def _view(out: Path, lang: str | None, scoring: str, feedback_kind: str, points_
     context = click.get_current_context()
     default_lang = pick_language(lang)
     given = {"lang": lang} if lang else {}
-    for field, name, value in (("scoring", "scoring", scoring), ("feedback", "feedback_kind", feedback_kind)):
-        if context.get_parameter_source(name) is not ParameterSource.DEFAULT:
+    parameters = {"feedback": "feedback_kind"}
+    for field, value in chosen.items():
+        if context.get_parameter_source(parameters.get(field, field)) is not ParameterSource.DEFAULT:
             given[field] = value
     if points_file:
         given |= {"points": read_points(points_file, default_lang), "points_from": display_name(str(points_file))}
+    roster_file, roster_key = roster
+    if roster_file:
+        given |= {
+            "roster": _read_roster(roster_file, roster_key, default_lang),
+            "roster_from": display_name(str(roster_file)),
+        }
     kept = None
     if not use_defaults:
         try:
@@ -198,6 +240,16 @@ def _view(out: Path, lang: str | None, scoring: str, feedback_kind: str, points_
             line = phrase(default_lang, "grade_view_unread", path=path, why=error)
             errors.print(line, style="warning", markup=False)
     return view.resolve(given, kept, default_lang)
+
+
+def _read_roster(path: Path, key: str | None, lang: str = "en") -> dict:
+    """The --roster file as plain data (class_list.read_class_list), or a one-line error, status 2."""
+    from grader.classroom import class_list
+
+    try:
+        return class_list.read_class_list(path, key, lang)
+    except class_list.ClassListError as error:
+        raise click.BadParameter(str(error), param_hint="--roster") from None
 
 
 def _check_course(path: Path, lang: str = "en") -> str:
