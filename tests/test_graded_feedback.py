@@ -153,7 +153,9 @@ def graded_class(tmp_path_factory, kata_main):
 @pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_kata_grade_hands_back_graded_feedback_and_full_on_request_grading_nothing_again(graded_class, lang):
-    graded = graded_class("--lang", lang)
+    graded = graded_class(
+        "--lang", lang, "--feedback", "graded"
+    )  # given: the last run, in the other language, was full
     full = graded_class("--lang", lang, "--feedback", "full")
     for student, (_, mistake) in STUDENTS.items():
         assert_graded(graded[student], mistake, lang)
