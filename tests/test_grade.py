@@ -232,14 +232,37 @@ def test_the_summary_gives_pass_rates_distribution_misconceptions_and_a_last_lin
 
 
 @pytest.mark.slow
-def test_the_class_report_page_holds_the_sheets_scores(graded):
-    from test_report_html import Page
+def test_the_class_report_page_holds_the_sheets_scores_why_each_0_and_the_feedback(graded):
+    from test_report_html import Page, cells_of
+
+    from grader.classroom.names import file_name
+    from grader.classroom.report_html import zero_reason
 
     _, out, sheet, _ = graded
     page = Page((out / "report.html").read_text(encoding="utf-8"))
     scores = [entry["score"] for row in sheet["students"].values() for entry in row.values()]
     assert [float(value) for value in page.values("data-score")] == scores  # both rounded to 4 places
     assert sum(map(int, page.values("data-students"))) == len(sheet["students"]) == 14
+    reasons = {student: cell.attrs.get("data-reason") for (student, _), cell in cells_of(page).items()}
+    assert reasons == {student: zero_reason(entry(sheet, student)) for student in sheet["students"]}
+    named = ("ada", "gus", "fay", "cy", "ian", "kim", "eli")  # cy: a memory bomb at import; kim: a segfault
+    assert [reasons[student] for student in named] == [
+        None,
+        "missing",
+        "misnamed",
+        "load",
+        "timeout",
+        "crashed",
+        "wrong",
+    ]
+    for student in sheet["students"]:
+        section = page.root.one("section", data_student=student)
+        said = (out / "feedback" / file_name(student) / f"{SLUG}.txt").read_text(encoding="utf-8")
+        assert section.one("pre", class_="feedback").text() == said
+        units = {row.attrs["data-unit"]: int(row.attrs["data-got"]) for row in section.all("tr", class_="unit")}
+        assert units == (entry(sheet, student)["points"] if entry(sheet, student)["status"] == "graded" else {})
+    made = page.root.one("li", class_="made", data_misconception="eps_added")
+    assert [link.attrs["data-student"] for link in made.all("a")] == ["bo"]
 
 
 @pytest.mark.slow

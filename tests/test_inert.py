@@ -105,10 +105,12 @@ def every_output(root: Path, students: tuple[str, str], text: str, kata_main, mo
     records = {(student, SLUG): record(student, result) for student, result in graded_.items()}
     for each in records.values():
         batch.save_record(out, each)
-    sheet = gradesheet.build_sheet(batch.Roster([SLUG], list(students), []), records)
+    roster = batch.Roster([SLUG], list(students), [])
+    sheet = gradesheet.build_sheet(roster, records)
     gradesheet.write_sheet(sheet, out)
-    report_html.write_report(sheet, out)
-    feedback.write_feedback(out, list(students), [SLUG], records, "en")
+    texts = feedback.feedback_texts(roster, records, "en", "graded", sheet)
+    feedback.write_feedback(out, texts)
+    report_html.write_report(sheet, out, "en", texts)
     outputs = {path.relative_to(out).as_posix(): path.read_text("utf-8") for path in out.rglob("*") if path.is_file()}
     for student, result in graded_.items():
         outputs[f"terminal, colour: {student}"] = terminal(result, colour=True)
@@ -171,8 +173,8 @@ def strings(data) -> list[str]:
 
 
 def shows_messages(name: str) -> bool:
-    """Whether the output holds the checks' messages: all but the CSV and the class page (names only)."""
-    return not name.endswith((".csv", ".html"))
+    """Whether the output holds the checks' messages: all but the CSV (names only)."""
+    return not name.endswith(".csv")
 
 
 @pytest.fixture

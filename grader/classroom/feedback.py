@@ -3,6 +3,9 @@
     OUT/feedback/<student>/<slug>.txt   the points per unit (score_line), then the report in plain text, 80 columns
     OUT/feedback/<student>/<slug>.md    the same, in a Markdown code block under a title
 
+`feedback_texts` builds every text once; `write_feedback` writes them and the class page
+(report_html) shows them in each student's section.
+
 The report names the mistake, where it lies, the failing checks with their call, expected and got
 values, and the next step, in the language asked for (the record holds the checks' messages in
 every language: GradeResult.in_language); it never holds reference code. With feedback "graded"
@@ -87,14 +90,20 @@ def points_line(entry: dict, weights: dict[str, int], lang: str) -> str:
     """ "Points: 1 of 2 (TODO 1: 0 of 1; the input contract: 1 of 1)": a grade sheet entry's points per unit."""
     from grader.content.i18n import phrase
 
-    units = {"whole": phrase(lang, "gs_whole"), "contract": phrase(lang, "gs_contract")}
     earned = entry.get("points") or dict.fromkeys(weights, 0)
     parts = [
-        phrase(lang, "fb_unit", unit=units.get(key, f"TODO {key.removeprefix('todo')}"), got=earned[key], top=top)
-        for key, top in weights.items()
+        phrase(lang, "fb_unit", unit=unit_label(key, lang), got=earned[key], top=top) for key, top in weights.items()
     ]
     total = phrase(lang, "fb_points", got=sum(earned.values()), top=sum(weights.values()))
     return total + phrase(lang, "fb_units", units=phrase(lang, "fb_separator").join(parts))
+
+
+def unit_label(key: str, lang: str) -> str:
+    """A points key (gradesheet.points_key) as the points line names it, in `lang`: "TODO 1", "the
+    whole function", "the input contract"."""
+    from grader.content.i18n import phrase
+
+    return phrase(lang, f"gs_{key}") if key in ("whole", "contract") else f"TODO {key.removeprefix('todo')}"
 
 
 def _stopped_alike(result: GradeResult) -> bool:
@@ -118,31 +127,30 @@ def _longest_backtick_run(text: str) -> int:
     return longest
 
 
-def write_feedback(
-    out: Path,
-    students: list[str],
-    katas: list[str],
-    records: dict,
-    lang: str,
-    feedback: str = "graded",
-    roster=None,
-    sheet: dict | None = None,
-) -> list[Path]:
-    """Write every student's feedback file for every kata (`feedback`: "graded" or "full"; `roster`:
-    the Roster, for why a kata was not graded; `sheet`: the grade sheet, for the points, said
-    first); returns the paths written."""
-    written = []
-    for student in students:
-        folder = out / "feedback" / file_name(student)
-        for slug in katas:
-            why = roster.not_graded(student, slug) if roster is not None else {}
-            text = feedback_text(slug, records.get((student, slug)), lang, feedback, why)
+def feedback_texts(
+    roster, records: dict, lang: str, feedback: str = "graded", sheet: dict | None = None
+) -> dict[tuple[str, str], str]:
+    """{(student, slug): the feedback text} for every student and kata of `roster` (the Roster, which
+    also says why a kata was graded nowhere), in `lang` (`feedback`: "graded" or "full"); with
+    `sheet`, the grade sheet, the text starts with the points (score_line). What write_feedback
+    writes and the class page shows."""
+    texts = {}
+    for student in roster.students:
+        for slug in roster.katas:
+            text = feedback_text(slug, records.get((student, slug)), lang, feedback, roster.not_graded(student, slug))
             if sheet is not None:
                 text = score_line(sheet, student, slug, lang) + "\n\n" + text
-            for path, content in (
-                (folder / f"{slug}.txt", text),
-                (folder / f"{slug}.md", markdown(student, slug, text)),
-            ):
-                atomic_write(path, content)
-                written.append(path)
+            texts[student, slug] = text
+    return texts
+
+
+def write_feedback(out: Path, texts: dict[tuple[str, str], str]) -> list[Path]:
+    """Write each text of feedback_texts as OUT/feedback/<student>/<slug>.txt and .md; returns the
+    paths written."""
+    written = []
+    for (student, slug), text in texts.items():
+        folder = out / "feedback" / file_name(student)
+        for path, content in ((folder / f"{slug}.txt", text), (folder / f"{slug}.md", markdown(student, slug, text))):
+            atomic_write(path, content)
+            written.append(path)
     return written
