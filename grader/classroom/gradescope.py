@@ -330,10 +330,10 @@ def unit_name(kata, key: str, lang: str) -> str:
     from grader.content.catalogue import localized
     from grader.content.i18n import phrase
 
-    if key.startswith("todo"):
-        number = int(key.removeprefix("todo"))
-        return f"TODO {number}{phrase(lang, 'colon')}{localized(kata.todo(number).title, lang)}"
-    return phrase(lang, f"gs_{key}")
+    if not key.startswith("todo"):
+        return feedback.unit_label(key, lang)
+    title = localized(kata.todo(int(key.removeprefix("todo"))).title, lang)
+    return f"{feedback.unit_label(key, lang)}{phrase(lang, 'colon')}{title}"
 
 
 def _number(value: float) -> str:

@@ -104,10 +104,10 @@ PHRASES = {
         "grading": "grading",
         "grade_wrote": "graded {graded}, unchanged {reused}; wrote {wrote}",
         "grade_interrupted": "interrupted: {n} files graded, rerun to resume",
+        "grade_interrupted_one": "interrupted: 1 file graded, rerun to resume",
         "grade_view_kept": "as the last run showed them ({path}): {options}; give an option to change it,"
         " --defaults to drop them",
         "grade_view_unread": "{path} could not be read ({why}): the defaults are used",
-        "grade_interrupted_one": "interrupted: 1 file graded, rerun to resume",
         "per_kata": "Per kata",
         "handed_in": "handed in",
         "all_pass": "all pass",
@@ -150,10 +150,12 @@ PHRASES = {
         "scores": "Scores",
         "html_caption_todos": "Each cell: the points the file kept of the kata's points. Each TODO, the whole-function"
         " checks and the input contract are worth points (kata.toml, --points), lost when one of their checks fails."
-        " Mean: the student's mean share of the points, a missing kata as 0, a grader error left out. A 0 says why"
+        " Mean: the points the student kept of all the katas' points (each kata weighs its points), a missing kata"
+        " as 0, a grader error left out. A 0 says why"
         " (hover for more).",
         "html_caption_checks": "Each cell: the share of the kata's checks the file passed (checks passed / checks)."
-        " Mean: the student's mean share, a missing kata as 0, a grader error left out. A 0 says why"
+        " Mean: the student's shares, each kata weighing its points, a missing kata as 0, a grader error left out."
+        " A 0 says why"
         " (hover for more).",
         "html_of": "{got} of {top}",
         "why_missing": "missing",
@@ -336,10 +338,10 @@ PHRASES = {
         "html_title": "班级报告",
         "scores": "得分",
         "html_caption_todos": "每格是该文件保住的分数 / 该 kata 的总分。每个 TODO、整函数检查和输入约定各占一定分数"
-        "（见 kata.toml 或 --points），其中任一项检查未通过，就失去这部分分数。平均：该学生各 kata 得分比例的平均值，"
+        "（见 kata.toml 或 --points），其中任一项检查未通过，就失去这部分分数。平均：该学生在全部 kata 上保住的分数占总分的比例（各 kata 按其分数加权），"
         "缺交按 0 计，评分出错的不计入。得 0 分的格子会注明原因（鼠标悬停可看详情）。",
         "html_caption_checks": "每格是该文件通过的检查占该 kata 全部检查的比例（通过数 / 检查数）。平均：该学生各 kata"
-        " 比例的平均值，缺交按 0 计，评分出错的不计入。得 0 分的格子会注明原因（鼠标悬停可看详情）。",
+        " 比例按各 kata 的分数加权的平均值，缺交按 0 计，评分出错的不计入。得 0 分的格子会注明原因（鼠标悬停可看详情）。",
         "html_of": "{got} / {top}",
         "why_missing": "缺交",
         "why_missing_long": "未提交：文件夹里没有 `{slug}.py`",
