@@ -357,6 +357,16 @@ def test_every_check_has_a_title_in_both_languages(kata):
         assert any(line.startswith("zh:") and CJK.search(line) for line in doc.splitlines()), node.name
 
 
+@pytest.mark.parametrize("kata", KATAS, ids=lambda k: k.slug)
+def test_lesson_code_fits_80_columns_as_shown(kata):
+    """`kata show` never wraps a code block's line, and indents it: each fits in 80 cells so."""
+    from shown import code_lines
+
+    for lang in ("en", "zh"):
+        wide = [line for line in code_lines(kata.lesson(lang)) if cell_len(line) > 80]
+        assert wide == [], f"{kata.slug} {lang}: code lines over 80 cells as shown: {wide}"
+
+
 def test_no_stray_files():
     for folder in sorted(KATAS_DIR.iterdir()):
         if folder.is_dir() and folder.name != "__pycache__":

@@ -16,9 +16,11 @@ import pytest
 from conftest import flat
 from rich.console import Console
 
+from grader.cli.quiz import QuizResult, ask
 from grader.content import quiz, render
 from grader.content.catalogue import get_kata
 from grader.content.i18n import speaking
+from grader.report.styles import THEME
 
 SLUG = "concepts"
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -155,7 +157,7 @@ def test_answers_are_described_with_their_option_or_at_the_tolerance_precision()
 # -- the terminal loop -----------------------------------------------------------------------------
 
 
-def _ask(typed, lang="en") -> tuple[quiz.QuizResult, str]:
+def _ask(typed, lang="en") -> tuple[QuizResult, str]:
     lines = iter(typed)
 
     def input_fn(prompt: str) -> str:
@@ -165,7 +167,7 @@ def _ask(typed, lang="en") -> tuple[quiz.QuizResult, str]:
         return item
 
     out = io.StringIO()
-    result = quiz.ask(QUESTIONS, lang, input_fn, Console(file=out, width=200))
+    result = ask(QUESTIONS, lang, input_fn, Console(file=out, width=200, theme=THEME))
     return result, out.getvalue()
 
 

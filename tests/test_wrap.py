@@ -1,14 +1,21 @@
-"""Report wrapping (grader.report.styles.Prose): a formula, a number or a code span never breaks
-across lines, in either language; Chinese fills the width; nothing is lost."""
+"""Wrapping (grader.report.styles.Prose), for the reports, the lessons and the quiz alike: a
+formula, a number or a code span never breaks across lines, in either language; Chinese fills the
+width; nothing is lost."""
 
 import io
 import random
+import re
 
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
+from shown import code_lines, code_spans, printed_chars, problems, shown_chars
 
-from grader.report.styles import Prose, break_offsets
+from grader.cli.quiz import PHRASES
+from grader.content.catalogue import all_katas
+from grader.content.quiz import load_questions
+from grader.report.lesson import lesson
+from grader.report.styles import THEME, Prose, break_offsets
 
 CHINESE = "把优势除以组内标准差时，单元素组的标准差为 0，所以用 eps 作下限。"
 ENGLISH = "the clipped side must be flat, but the gradient was found to be nonzero here"
@@ -66,3 +73,77 @@ def test_a_short_bracketed_group_stays_on_one_line(width):
     text = "原因：Bradley-Terry：P(a 优于 b) = sigmoid(r_a - r_b)，形状 (4, 6) 的张量"
     lines = [piece.strip() for piece in pieces(text, width)]
     assert any("P(a 优于 b)" in line for line in lines) and any("(4, 6)" in line for line in lines), lines
+
+
+# -- lessons and the quiz, as `kata show` and `kata quiz` print them --------------------------------
+
+LESSONS = [(kata.slug, lang) for kata in all_katas() for lang in ("en", "zh")]
+
+
+@pytest.fixture
+def eighty_columns(isolated, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+
+
+@pytest.mark.usefixtures("eighty_columns")
+@pytest.mark.parametrize(("slug", "lang"), LESSONS, ids=[f"{slug}-{lang}" for slug, lang in LESSONS])
+def test_a_piped_lesson_wraps_like_the_reports(kata_main, slug, lang):
+    """Every line within 80 columns but code; Chinese breaks between characters and never before
+    closing punctuation; formulas and code spans whole; no source line break turned into a space
+    between Chinese characters; every character of the lesson printed."""
+    source = next(kata for kata in all_katas() if kata.slug == slug).lesson(lang)
+    run = kata_main("show", slug, "--lang", lang)
+
+    assert run.status == 0
+    lines = run.out.splitlines()
+    assert problems(lines, 80, code_lines(source)) == []
+    whole = [span for span in code_spans(source) if cell_len(span) <= 40]
+    assert [span for span in whole if not any(span in line for line in lines)] == []
+    assert printed_chars(source) - shown_chars(run.out) == {}  # nothing lost (a record repeats its headers)
+
+
+@pytest.mark.usefixtures("eighty_columns")
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_quiz_wraps_like_the_reports_and_indents_its_options(kata_main, lang):
+    questions = load_questions("concepts")
+    answers = "".join("a\n" if question.kind == "choice" else "0\n" for question in questions)
+    run = kata_main("quiz", "concepts", "--lang", lang, input=answers)
+
+    say = PHRASES[lang]
+    prompts = {say["prompt_number"]} | {
+        say["prompt_choice"].format(letters=sep.join(q.letters)) for q in questions for sep in (", ", "、")
+    }
+    typed = re.sub(
+        "|".join(map(re.escape, sorted(prompts, key=len, reverse=True))), lambda m: m.group() + "\n", run.out
+    )
+    lines = typed.splitlines()  # as on a terminal, where the typed answer ends the prompt's line
+    assert problems(lines, 80) == []
+    options = [i for i, line in enumerate(lines) if re.match(r"  [a-z]\) ", line)]
+    continued = [
+        lines[i + 1] for i in options if lines[i + 1].startswith(" ") and not re.match(r"  [a-z]\) ", lines[i + 1])
+    ]
+    assert continued, "no option is long enough to wrap: the test would not see an indent"
+    assert all(line.startswith("     ") and not line.startswith("      ") for line in continued)
+    for question in questions:
+        for option in question.options_in(lang):
+            assert option.split()[0] in run.out
+
+
+def test_a_table_wider_than_the_page_wraps_inside_its_cells():
+    markdown = "| a | b |\n|---|---|\n| " + "甲乙丙丁" * 12 + " | `f(x) = y` and " + "word " * 12 + "|\n"
+    console = Console(width=60, file=io.StringIO(), color_system=None, theme=THEME)
+    console.print(lesson(markdown), crop=False)
+    lines = console.file.getvalue().splitlines()
+
+    assert all(cell_len(line) <= 60 for line in lines)
+    assert any("`f(x) = y`" in line for line in lines)
+    assert printed_chars(markdown) - shown_chars(console.file.getvalue()) == {}
+    assert problems(lines, 60) == []
+
+
+def test_a_soft_line_break_is_a_space_only_beside_latin_text():
+    markdown = "价值函数\n估计回报，\nPPO 用它\nbut English\nwords keep one"
+    console = Console(width=80, file=io.StringIO(), color_system=None, theme=THEME)
+    console.print(lesson(markdown))
+
+    assert console.file.getvalue().strip() == "价值函数估计回报，PPO 用它 but English words keep one"

@@ -198,13 +198,9 @@ def reset(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
 @lang_option
 def show(kata: Kata, lang: str | None) -> int:
     """Print the lesson of KATA."""
-    text = kata.lesson(pick_language(lang))
-    if console.is_terminal:
-        from rich.markdown import Markdown
+    from grader.report.lesson import lesson
 
-        console.print(Markdown(text))
-    else:
-        click.echo(text, nl=False)
+    console.print(lesson(kata.lesson(pick_language(lang))), crop=False)
     return 0
 
 
@@ -213,6 +209,7 @@ def show(kata: Kata, lang: str | None) -> int:
 @lang_option
 def quiz(kata: Kata, lang: str | None) -> int:
     """Ask the concept questions of KATA one by one; each answer is graded and explained."""
+    from grader.cli.quiz import ask
     from grader.content import quiz as quizzes
 
     lang = pick_language(lang)
@@ -222,7 +219,7 @@ def quiz(kata: Kata, lang: str | None) -> int:
             phrase(lang, "no_quiz", slug=kata.slug, others=others or phrase(lang, "none_yet")), style="warning"
         )
         return 1
-    result = quizzes.ask(quizzes.load_questions(kata.slug), lang, console.input, console)
+    result = ask(quizzes.load_questions(kata.slug), lang, console.input, console)
     return 0 if result.perfect else 1
 
 

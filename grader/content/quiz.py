@@ -11,7 +11,7 @@ answers live only in the reference (`reference/<slug>.py`), which is read, never
   with the question's explanation; `describe` shows an answer as "b) the option's text" or a number;
 - `wrong_answer` is what a check says of a wrong answer, in a given language (the concepts checks
   write it in both: grader.content.i18n.say);
-- `ask(questions, lang, input_fn, console)` is the terminal loop of `kata quiz`.
+- the terminal loop of `kata quiz` is grader.cli.quiz.ask.
 
 Pure Python: nothing here imports torch.
 """
@@ -21,7 +21,6 @@ import math
 import operator
 import string
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.content import render
@@ -39,32 +38,6 @@ OPERATORS = {
     ast.UAdd: operator.pos,
 }
 MATH = {name: getattr(math, name) for name in ("exp", "log", "log1p", "expm1", "sqrt", "tanh", "pi", "e")}
-
-PHRASES = {
-    "en": {
-        "question": "Question {i} of {n}",
-        "prompt_choice": "Your answer ({letters}): ",
-        "prompt_number": "Your answer (a number): ",
-        "not_an_option": "Please answer with one of {letters}.",
-        "not_a_number": "Please answer with a number or an expression, e.g. 0.25 or 1 / (1 + math.exp(-2)).",
-        "right": "✓ Right.",
-        "wrong": "✗ Not quite: you answered {answer}; the answer is {right}.",
-        "score": "Score: {right} of {n} right.",
-        "stopped": "Quiz stopped after {answered} of {n} questions: {right} right.",
-    },
-    "zh": {
-        "question": "第 {i} 题，共 {n} 题",
-        "prompt_choice": "你的答案（{letters}）：",
-        "prompt_number": "你的答案（一个数）：",
-        "not_an_option": "请用以下选项之一作答：{letters}。",
-        "not_a_number": "请填一个数或算式，例如 0.25 或 1 / (1 + math.exp(-2))。",
-        "right": "✓ 回答正确。",
-        "wrong": "✗ 不对：你的答案是 {answer}；正确答案是 {right}。",
-        "score": "得分：{n} 题中答对 {right} 题。",
-        "stopped": "测验在第 {answered} 题后结束（共 {n} 题）：答对 {right} 题。",
-    },
-}
-
 
 WRONG = {  # what a check says of a wrong answer (grader.content.quiz.wrong_answer)
     "en": 'ANSWERS["{key}"]: you answered {answer}; the answer is {right}{within}.\n  why: {why}',
@@ -238,72 +211,3 @@ def wrong_answer(question: Question, answer, lang: str = "en") -> str:
     right, answered = describe(question, question.answer, lang), describe(question, answer, lang)
     why = localized(question.explanation, lang)
     return WRONG.get(lang, WRONG["en"]).format(key=question.key, answer=answered, right=right, within=within, why=why)
-
-
-@dataclass
-class QuizResult:
-    total: int
-    answered: int = 0
-    right: int = 0
-    stopped: bool = False  # the learner left early (EOF or Ctrl-C)
-
-    @property
-    def perfect(self) -> bool:
-        return self.right == self.total and not self.stopped
-
-
-def ask(questions: list[Question], lang: str, input_fn: Callable[[str], str], console) -> QuizResult:
-    """Ask each question, grade it at once and explain it; end with the score.
-
-    `input_fn(prompt)` returns one typed line (EOFError or KeyboardInterrupt end the quiz);
-    `console` is a rich Console. Text that is not an answer is asked again.
-    """
-    from rich.text import Text
-
-    result = QuizResult(total=len(questions))
-    say = PHRASES.get(lang, PHRASES["en"])
-    for number, question in enumerate(questions, start=1):
-        console.print(Text(say["question"].format(i=number, n=len(questions)) + f"  ({question.key})", style="todo"))
-        console.print(Text(localized(question.text, lang)))
-        for letter, option in zip(question.letters, question.options_in(lang)):
-            console.print(Text(f"  {letter}) {option}"))
-        try:
-            answer = _read_answer(question, say, input_fn, console)
-        except (EOFError, KeyboardInterrupt):
-            result.stopped = True
-            console.print()
-            console.print(
-                Text(
-                    say["stopped"].format(answered=result.answered, n=result.total, right=result.right), style="warning"
-                )
-            )
-            return result
-        right, explanation = grade(question, answer, lang)
-        result.answered += 1
-        result.right += right
-        if right:
-            console.print(Text(say["right"], style="passed"))
-        else:
-            verdict = say["wrong"].format(
-                answer=describe(question, answer, lang), right=describe(question, question.answer, lang)
-            )
-            console.print(Text(verdict, style="failed"))
-        console.print(Text(explanation, style="muted"))
-        console.print()
-    console.print(Text(say["score"].format(right=result.right, n=result.total), style="title"))
-    return result
-
-
-def _read_answer(question: Question, say: dict, input_fn: Callable[[str], str], console) -> str | float:
-    """One valid answer typed by the learner; an invalid one is asked again."""
-    from rich.text import Text
-
-    letters = ", ".join(question.letters)
-    prompt = say["prompt_choice"].format(letters=letters) if question.kind == "choice" else say["prompt_number"]
-    while True:
-        raw = input_fn(prompt)
-        try:
-            return parse_answer(question, raw)
-        except InvalidAnswer:
-            note = say["not_an_option"].format(letters=letters) if question.kind == "choice" else say["not_a_number"]
-            console.print(Text(note, style="warning"))

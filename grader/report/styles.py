@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from rich.cells import cell_len, chop_cells
 from rich.console import Console, RenderableType
 from rich.containers import Lines
+from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 from rich.theme import Theme
@@ -141,6 +142,24 @@ def break_offsets(text: str, width: int) -> list[int]:
     return breaks
 
 
+def narrowest(text: str, glued: bool = True) -> int:
+    """The cells of the widest piece of `text` no line break goes inside: a unit (a code span, a
+    number, a word, a Chinese character), with the punctuation that holds on to it when `glued`
+    (`（padding）`, `0.5，`)."""
+    units: list[str] = []
+    end = -1
+    for match in _ATOM.finditer(text):
+        atom = match.group()
+        if atom.isspace():
+            continue
+        if glued and units and match.start() == end and (units[-1][-1] in _NO_LINE_END or atom[0] in _NO_LINE_START):
+            units[-1] += atom
+        else:
+            units.append(atom)
+        end = match.end()
+    return max((cell_len(unit) for unit in units), default=1)
+
+
 def _short_brackets(text: str) -> set[int]:
     """Offsets inside a short bracketed group, `(4, 6)` or `P(a 优于 b)`: no line breaks there."""
     inside: set[int] = set()
@@ -159,14 +178,20 @@ def _breakable_between(previous: str, atom: str, before: str) -> bool:
     """Whether a line may break between two adjacent units with no space between them."""
     if before.isspace() or not previous:
         return False
-    cjk = _is_cjk(previous[-1]) or _is_cjk(atom[0])
+    cjk = is_cjk(previous[-1]) or is_cjk(atom[0])
     return cjk and atom[0] not in _NO_LINE_START and previous[-1] not in _NO_LINE_END
 
 
-def _is_cjk(char: str) -> bool:
+def is_cjk(char: str) -> bool:
+    """A Chinese character or a full-width mark: a line may break beside it."""
     return (
         "\u2e80" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\uff00" <= char <= "\uffef" or char in "“”‘’"
     )
+
+
+def is_wide_mark(char: str) -> bool:
+    """A full-width punctuation mark (，。：（）“” …): no space goes beside it."""
+    return "\u3000" <= char <= "\u303f" or "\uff00" <= char <= "\uff65" and not char.isalnum() or char in "“”‘’"
 
 
 class Prose:
@@ -187,10 +212,35 @@ class Prose:
                 line.expand_tabs()
             pieces = line.divide(break_offsets(line.plain, options.max_width))
             for piece in pieces:
-                piece.rstrip_end(options.max_width)
+                piece.rstrip()  # the space a line broke at
             lines.extend(pieces)
         yield from Text("\n").join(lines).render(console)
         yield Segment.line()
 
     def __rich_measure__(self, console, options):
-        return self.text.__rich_measure__(console, options)
+        """The widest line, and the widest unit that never splits (so a table column is never
+        narrower than a formula or a number in it)."""
+        lines = self.text.plain.split("\n")
+        widest = max(cell_len(line) for line in lines)
+        return Measurement(min(narrowest(self.text.plain), options.max_width), min(widest, options.max_width))
+
+
+class Hanging:
+    """`renderable` after `first` on its first line, and indented by `rest` (spaces as wide as
+    `first` by default) on the lines after: a list item, a quiz option, a quoted block."""
+
+    def __init__(self, first: str, renderable: RenderableType, rest: str | None = None, style: str = ""):
+        self.first, self.renderable, self.style = first, renderable, style
+        self.rest = " " * cell_len(first) if rest is None else rest
+
+    def __rich_console__(self, console, options):
+        width = max(options.max_width - max(cell_len(self.first), cell_len(self.rest)), 1)
+        lines = console.render_lines(self.renderable, options.update(width=width), pad=False)
+        for index, line in enumerate(lines):
+            yield Segment(self.first if index == 0 else self.rest, console.get_style(self.style or "none"))
+            yield from line
+            yield Segment.line()
+
+    def __rich_measure__(self, console, options):
+        inner = Measurement.get(console, options, self.renderable)
+        return Measurement(inner.minimum + cell_len(self.first), inner.maximum + cell_len(self.first))
