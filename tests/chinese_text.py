@@ -7,6 +7,15 @@ identifiers, numbers, commands and the terms Chinese practitioners keep in Engli
 
 import ast
 import re
+import tomllib
+from pathlib import Path
+
+GLOSSARY = tomllib.loads(
+    (Path(__file__).resolve().parent.parent / "katas" / "glossary.toml").read_text(encoding="utf-8")
+)
+HAN = "\u3400-\u4dbf\u4e00-\u9fff"  # Chinese characters
+HALF_WIDTH = re.escape(GLOSSARY["punctuation"]["half_width"])
+CRAMPED = re.compile(f"[{HAN}][{HALF_WIDTH}]|[{HALF_WIDTH}][{HAN}]")  # a half-width mark beside Chinese
 
 # Terms kept in English in Chinese text (katas/glossary.toml and the style rules), and units.
 KEPT = {

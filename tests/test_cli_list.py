@@ -54,7 +54,7 @@ def test_a_piped_list_is_plain_lines_of_80_columns_that_never_cut_a_slug(tmp_pat
         indent = digits + 2  # under the slug, after the numbers right-aligned to the widest
         assert first.split()[1] == slug and all(line[:indent].isspace() and line[indent] != " " for line in rest)
         prerequisites = get_kata(slug).prerequisites
-        assert set(prerequisites) <= set(" ".join(rest).replace(",", " ").split())
+        assert set(prerequisites) <= set(" ".join(rest).replace(",", " ").replace("、", " ").split())
     assert "…" not in run.out
 
 

@@ -136,3 +136,30 @@ def test_file_changes_sees_a_save_made_right_after_it_starts(tmp_path):
     while not any(name.endswith("grpo_loss.py") for _, name in seen) and time.monotonic() < deadline:
         seen |= next(batches)
     assert any(Path(name) == tmp_path / "grpo_loss.py" for _, name in seen), seen
+
+
+def test_ctrl_c_ends_a_watch_with_one_line_of_its_own_and_status_0(workspace, fake_grade):
+    def interrupted():
+        raise KeyboardInterrupt
+        yield
+
+    workspace.mkdir()
+    try:
+        status, output = _watch(workspace, None, interrupted())
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C escaped the watch")
+
+    assert status == 0 and output.rstrip().endswith("stopped watching")
+
+
+def test_file_changes_has_watchfiles_raise_the_interrupt_rather_than_log_it_in_english(tmp_path, monkeypatch):
+    seen = {}
+
+    def watch(*paths, **options):
+        seen.update(options)
+        return iter([])
+
+    monkeypatch.setattr("watchfiles.watch", watch)
+    list(FileChanges(tmp_path, poll=False))
+
+    assert seen["raise_interrupt"] is True

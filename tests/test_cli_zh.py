@@ -5,10 +5,11 @@ import ast
 import io
 import json
 import re
+import tokenize
 import zipfile
 
 import pytest
-from chinese_text import english_words
+from chinese_text import CRAMPED, code_names, english_words
 from cli_support import CJK, all_slugs, flat, record_check
 from gradescope_schema import check_results
 
@@ -16,18 +17,31 @@ from grader.classroom import feedback, gradescope, gradesheet, report_html
 from grader.cli.listing import build_listing, listing_rows
 from grader.cli.watch import watch_workspace
 from grader.cli.workspace import Workspace
-from grader.content import drill
+from grader.content import drill, render
 from grader.content.catalogue import all_katas, get_kata
 from grader.content.interface import PHRASES
 
 pytestmark = pytest.mark.usefixtures("isolated")
 
-NAMES = {"SLUG", "KATA", "Ctrl-C", "Post", "Training", "Katas"}  # placeholders, a key, the project's name
+NAMES = {
+    "SLUG",
+    "KATA",
+    "Ctrl-C",
+    "Post",
+    "Training",
+    "Post-Training",
+    "Katas",
+}  # placeholders, a key, the project's name
 
 
 def english_prose(text: str) -> list[str]:
     """The English words of `text` outside code, commands, paths, slugs and values ('…')."""
     return english_words(text, NAMES | set(all_slugs()))
+
+
+def cramped(text: str) -> list[str]:
+    """Each half-width `:,;()?` directly beside a Chinese character (a code span, `…`, counts as one)."""
+    return CRAMPED.findall(re.sub(r"`[^`\n]*`", "码", text))
 
 
 def assert_chinese(text: str) -> None:
@@ -95,7 +109,7 @@ def test_an_unknown_kata_still_suggests_the_closest_in_chinese(kata_main, monkey
     monkeypatch.setenv("KATA_LANG", "zh")
     run = kata_main("start", "grpo_los")
 
-    assert "你是否想输入 'grpo_loss'" in run.err
+    assert "你是否想输入“grpo_loss”" in run.err
 
 
 @pytest.mark.parametrize(
@@ -132,7 +146,7 @@ def test_the_list_table_has_chinese_headers(workspace):
     console.print(build_listing(listing, "zh"))
 
     head = console.file.getvalue().splitlines()[0].split()
-    assert head == ["#", "kata", "标题", "难度", "状态"]
+    assert head == ["#", "练习", "标题", "难度", "状态"]
     assert "所有" not in console.file.getvalue() and "下一步：kata start" in console.file.getvalue()
 
 
@@ -282,3 +296,131 @@ def test_solution_under_zh_has_the_exercises_chinese_docstrings(kata_main, works
     assert run.status == english.status == 0
     assert CJK.search(ast.get_docstring(ast.parse(run.out)))
     assert not CJK.search(english.out)
+
+
+# -- issue 30, item 4: no English and no half-width punctuation beside Chinese --------------------
+
+
+def _comments(source: str) -> list[str]:
+    """Every comment of a Python source, without its `#`."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return [token.string.removeprefix("#").strip() for token in tokens if token.type == tokenize.COMMENT]
+
+
+def assert_chinese_comments(source: str, slug: str) -> None:
+    """Every comment of `source` (TODO titles, shape comments, a drill's header) is Chinese beside its
+    code, with full-width punctuation."""
+    names = code_names(render.solution_source(slug))
+    for comment in _comments(source):
+        words = english_words(comment, NAMES | names | set(all_slugs()) | {"END"})
+        assert not words and not cramped(comment), (comment, words)
+
+
+@pytest.mark.parametrize("slug", all_slugs())
+def test_the_solution_under_zh_has_the_exercises_todo_titles_and_chinese_comments(kata_main, workspace, slug):
+    run = kata_main("solution", slug, "--force", "--workspace", workspace, "--lang", "zh")
+
+    assert run.status == 0
+    titles = [line.strip() for line in run.out.splitlines() if re.match(r"\s*# TODO \d+", line)]
+    assert titles == [f"# TODO {todo.number}: {todo.title['zh']}" for todo in get_kata(slug).todos]
+    assert_chinese_comments(run.out, slug)
+
+
+@pytest.mark.parametrize("slug", ["dpo_loss", "grpo_loss", "ppo_gae"])
+def test_a_chinese_drill_file_and_its_terminal_view_are_chinese_beside_the_code(slug):
+    exercise = drill.make_drill(slug, 7, "easy")
+    text = exercise.file_text("zh")
+    header = text.partition("\n\n")[0]
+    console = console_of(200)
+    console.print(drill.code_view(exercise, "zh"))
+    view = "\n".join(line[6:] for line in console.file.getvalue().splitlines())
+
+    assert "# 难度：简单" in header and "--check 本文件" in header and "level" not in header
+    assert all(CJK.search(line) for line in header.splitlines() if not line.startswith(f"# kata drill {slug} --"))
+    assert_chinese_comments(text, slug)
+    assert_chinese_comments(view.replace("⋮", ""), slug)
+    assert drill.read_header(text) == drill.read_header(exercise.file_text("en"))
+    assert drill.read_header(text)["level"] == "easy"
+    assert drill.answers_in(exercise, drill.fill(text, exercise.answers)) == exercise.answers
+
+
+def test_an_interactive_chinese_drill_shows_its_blanks_on_their_chinese_lines(kata_main, tmp_path):
+    exercise = drill.make_drill("dpo_loss", 2, None, blanks=3)
+    argv = ("drill", "dpo_loss", "--seed", 2, "--blanks", 3, "-i", "--workspace", tmp_path, "--lang", "zh")
+    run = kata_main(*argv, input="\n".join(exercise.answers) + "\n")
+
+    lines = drill.drill_from_file(exercise.file_text("zh")).body("zh").splitlines()
+    for number, row in drill.blank_rows(exercise.body("zh")).items():
+        assert f"{row:4d}  {lines[row - 1].strip()}" in run.out, number
+    assert "# TODO" in run.out and "答对 3/3" in run.out
+    assert not cramped(run.out) and not english_prose(re.sub(r"^.*(__\d+__|\d  ).*$", "", run.out, flags=re.M))
+
+
+def test_list_joins_prerequisites_with_chinese_commas(kata_main, workspace):
+    run = kata_main("list", "--workspace", workspace, "--lang", "zh")
+
+    assert "需先完成 token_logprobs、group_advantages、kl_estimators" in run.out
+    assert not cramped(run.out) and ", " not in run.out
+
+
+def test_a_chinese_quiz_lists_its_letters_and_key_in_full_width(kata_main):
+    run = kata_main("quiz", "concepts", "--lang", "zh", input="0.88\n")
+
+    assert "第 1 题，共 15 题（bt_probability）" in run.out and re.search(r"你的答案（a、b(、[a-z])*）：", run.out)
+    assert not cramped(run.out)
+
+
+def test_a_chinese_report_of_several_wrong_todos_has_full_width_punctuation():
+    import torch
+
+    from grader.content.i18n import speaking
+    from grader.judging.expect import CheckFailed, Expect
+    from grader.report.results import CheckResult, GradeResult, Location
+    from grader.report.terminal import build_report
+
+    with speaking("zh"), pytest.raises(CheckFailed) as failed:
+        Expect(None, None).same(
+            (torch.tensor([1.0]), 2), (torch.tensor([2.0]), 2), "`dpo_loss(x)`", names=("loss", "n")
+        )
+    message = str(failed.value)
+    kata = get_kata("dpo_loss")
+    checks = [CheckResult(f"t{todo.number}", "", todo.number, "failed", message) for todo in kata.todos]
+    result = GradeResult("dpo_loss", "x.py", checks, location=Location((1, 2, 3, 4), "transplant"))
+    console = console_of(100)
+    console.print(build_report(result, kata, "zh", "x.py"))
+
+    assert "第 1 个返回值 `loss`：" in message and not cramped(message)
+    assert "TODO 1、2、3 和 4" in console.file.getvalue() and not cramped(console.file.getvalue())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("start", "grpo_los"),
+        ("check", "nope"),
+        ("hint", "grpo_loss", "--todo", "9"),
+        ("drill", "dpo_loss", "--function", "x"),
+    ],
+)
+def test_a_chinese_usage_error_quotes_with_chinese_quotes_and_lists_with_chinese_commas(kata_main, argv):
+    run = kata_main(*argv, "--lang", "zh")
+
+    assert run.status == 2 and "'KATA'" not in run.err and not cramped(run.err) and ", " not in run.err
+    assert "“KATA” 的值无效" in run.err or "的值无效" in run.err
+
+
+def test_watch_stopped_by_ctrl_c_says_so_in_chinese(workspace):
+    def interrupted():
+        raise KeyboardInterrupt
+        yield
+
+    workspace.mkdir()
+    console = console_of(200)
+
+    try:
+        status = watch_workspace(Workspace(workspace), None, 10, False, "zh", console, changes=interrupted())
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C escaped the watch")
+
+    assert status == 0 and console.file.getvalue().rstrip().endswith("已停止监视")
+    assert_chinese(console.file.getvalue())

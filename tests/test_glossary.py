@@ -16,16 +16,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from chinese_text import code_names, english_words
+from chinese_text import CRAMPED, GLOSSARY, HAN, code_names, english_words
 
 from grader.content.catalogue import all_katas
 
 ROOT = Path(__file__).resolve().parent.parent
 KATAS_DIR = ROOT / "katas"
-GLOSSARY = tomllib.loads((KATAS_DIR / "glossary.toml").read_text(encoding="utf-8"))
-HAN = "\u3400-\u4dbf\u4e00-\u9fff"  # Chinese characters
-HALF_WIDTH = re.escape(GLOSSARY["punctuation"]["half_width"])
-CRAMPED = re.compile(f"[{HAN}][{HALF_WIDTH}]|[{HALF_WIDTH}][{HAN}]")
 CODE = re.compile(r"`[^`\n]*`")
 ASSIGNED = re.compile(r"^\s*[A-Za-z_]\w*(\[[^\]]*\])?\s+=\s")  # a guidance line's `name = ` or `name["key"] = `
 FENCE = re.compile(r"^\s*(```|~~~)")

@@ -98,7 +98,7 @@ def test_a_bad_roster_is_one_line_and_status_2_before_any_grading(tmp_path, kata
 def test_a_roster_error_is_in_chinese_with_lang_zh(tmp_path, kata_main):
     path = write_roster(tmp_path / "class.csv", "Login,Name\nada,Ada\n")
     status, _, err = kata_main("grade", tmp_path, "--roster", path, "--roster-key", "mail", "--lang", "zh")
-    assert status == 2 and "没有名为“mail”的列；现有的列：Login, Name" in err
+    assert status == 2 and "没有名为“mail”的列；现有的列：Login、Name" in err
     assert len(err.strip().splitlines()) == 1
 
 

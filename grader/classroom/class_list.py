@@ -21,7 +21,7 @@ import io
 from pathlib import Path
 
 from grader.classroom.names import display_name
-from grader.content.i18n import phrase
+from grader.content.i18n import joined, phrase
 
 
 class ClassListError(ValueError):
@@ -117,7 +117,7 @@ def _key_index(columns: list[str], key: str | None, shown: str, lang: str) -> in
     wanted = fold(key) if key is not None else fold(columns[0])
     hits = [number for number, column in enumerate(columns) if fold(column) == wanted]
     if not hits:
-        names = ", ".join(display_name(column) for column in columns)
+        names = joined(lang, (display_name(column) for column in columns))
         raise ClassListError(phrase(lang, "roster_no_column", path=shown, column=display_name(key), columns=names))
     if len(hits) > 1:
         raise ClassListError(phrase(lang, "roster_key_twice", path=shown, column=display_name(columns[hits[0]])))

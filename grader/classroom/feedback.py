@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grader.classroom.names import file_name
 from grader.content import catalogue
+from grader.content.i18n import joined
 from grader.files import atomic_write
 from grader.report.results import GradeResult
 
@@ -51,10 +52,10 @@ def feedback_text(
     if record is None:
         found = found or {}
         if found.get("several"):
-            return SEVERAL.get(lang, SEVERAL["en"]).format(slug=slug, names=", ".join(found["several"])) + "\n"
+            return SEVERAL.get(lang, SEVERAL["en"]).format(slug=slug, names=joined(lang, found["several"])) + "\n"
         text = MISSING.get(lang, MISSING["en"]).format(slug=slug) + "\n"
         if found.get("misnamed"):
-            text += MISNAMED.get(lang, MISNAMED["en"]).format(slug=slug, names=", ".join(found["misnamed"])) + "\n"
+            text += MISNAMED.get(lang, MISNAMED["en"]).format(slug=slug, names=joined(lang, found["misnamed"])) + "\n"
         return text
     result = GradeResult.from_json(record["grade"]).in_language(lang)
     if not result.checks:

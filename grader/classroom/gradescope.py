@@ -202,7 +202,7 @@ def grade_submission(submission: Path, config: Autograder, course: Path | None =
     """results.json for the kata files in `submission` (a folder): see the module's docstring.
     `course`: the course file whose seed the checks draw their inputs under."""
     from grader.classroom import batch, gradesheet
-    from grader.content.i18n import phrase
+    from grader.content.i18n import joined, phrase
     from grader.run import sandbox
 
     why = sandbox.problem()
@@ -221,7 +221,7 @@ def grade_submission(submission: Path, config: Autograder, course: Path | None =
     sheet = gradesheet.build_sheet(roster, run.records, config.scoring, config.points, lang)
     failures = gradesheet.errors(sheet)
     if failures:
-        files = ", ".join(f"{slug}.py" for _, slug, _ in failures)
+        files = joined(lang, (f"{slug}.py" for _, slug, _ in failures))
         raise GraderFailed(phrase(lang, "gs_grader_failed", files=files, why=failures[0][2]))
     blank = [slug for slug in slugs if not sheet["students"][STUDENT][slug]["checks"]]
     counts = _check_counts(blank, settings) if config.scoring == "checks" else {}
@@ -233,7 +233,7 @@ def grade_submission(submission: Path, config: Autograder, course: Path | None =
         units[slug] = _units(result, entry["points"], sheet["points"][slug], config.scoring, counts.get(slug))
         unsaid = feedback.feedback_text(slug, record, lang, config.feedback, roster.not_graded(STUDENT, slug))
         tests += [_test(slug, unit, result, unsaid, config) for unit in units[slug]]
-    files = ", ".join(f"{slug}.py" for slug in slugs)
+    files = joined(lang, (f"{slug}.py" for slug in slugs))
     note = phrase(lang, "gs_unsandboxed", files=files, why=why) if why else phrase(lang, "gs_sandboxed", files=files)
     return {
         "score": round(sum(test["score"] for test in tests), 4),

@@ -33,7 +33,7 @@ from rich.text import Text
 from grader.classroom import class_list as class_lists
 from grader.classroom.names import display_name, file_name, natural_key
 from grader.content.catalogue import get_kata, localized
-from grader.content.i18n import phrase
+from grader.content.i18n import joined, phrase
 from grader.files import json_text
 from grader.report.inert import escape_char
 from grader.report.results import CheckResult, GradeResult
@@ -74,7 +74,7 @@ def check_points(overrides: dict, lang: str = "en") -> dict[str, dict[str, int]]
             raise PointsError(phrase(lang, "points_not_table", slug=slug))
         for key, value in table.items():
             if key not in keys:
-                raise PointsError(phrase(lang, "points_no_key", slug=slug, name=key, keys=", ".join(keys)))
+                raise PointsError(phrase(lang, "points_no_key", slug=slug, name=key, keys=joined(lang, keys)))
             if type(value) is not int or value < 0:
                 raise PointsError(phrase(lang, "points_bad_number", slug=slug, name=key, value=value))
     return overrides
@@ -368,10 +368,10 @@ def roster_warnings(sheet: dict, lang: str = "en") -> list[str]:
     if not roster:
         return []
     keys, folders = roster["unmatched"]["roster"], roster["unmatched"]["folders"]  # folders: display names already
-    lines = [phrase(lang, "roster_no_folder", names=", ".join(map(display_name, keys)))] if keys else []
-    lines += [phrase(lang, "roster_no_row", names=", ".join(folders))] if folders else []
+    lines = [phrase(lang, "roster_no_folder", names=joined(lang, map(display_name, keys)))] if keys else []
+    lines += [phrase(lang, "roster_no_row", names=joined(lang, folders))] if folders else []
     for key, names in roster["several"].items():
-        lines.append(phrase(lang, "roster_several", column=display_name(key), names=", ".join(names)))
+        lines.append(phrase(lang, "roster_several", column=display_name(key), names=joined(lang, names)))
     return lines
 
 
@@ -387,14 +387,14 @@ def build_summary(sheet: dict, lang: str = "en") -> RenderableType:
     if common is not None:
         parts += [Text(), common]
     for student, names in sheet["strays"].items():
-        parts.append(Text(phrase(lang, "strays", student=student, names=", ".join(names)), style="warning"))
+        parts.append(Text(phrase(lang, "strays", student=student, names=joined(lang, names)), style="warning"))
     for found in ("misnamed", "several"):
         for student, by_slug in sheet.get(found, {}).items():
             for slug, names in by_slug.items():
-                line = phrase(lang, found, student=student, names=", ".join(names), slug=slug)
+                line = phrase(lang, found, student=student, names=joined(lang, names), slug=slug)
                 parts.append(Text(line, style="warning"))
     if sheet["ignored"]:
-        parts.append(Text(phrase(lang, "ignored", names=", ".join(sheet["ignored"])), style="warning"))
+        parts.append(Text(phrase(lang, "ignored", names=joined(lang, sheet["ignored"])), style="warning"))
     parts += [Text(line, style="warning") for line in roster_warnings(sheet, lang)]
     parts += [Text(), Text(summary_line(sheet, lang))]
     return Group(*parts)

@@ -32,7 +32,7 @@ from grader.classroom.feedback import unit_label
 from grader.classroom.gradesheet import HISTOGRAM_BINS, common_misconceptions, score_histogram, student_mean
 from grader.classroom.names import file_name
 from grader.content.catalogue import get_kata, localized
-from grader.content.i18n import phrase
+from grader.content.i18n import joined, phrase
 
 BAR_PX = 300  # the longest bar, in pixels
 ROW_PX = 22
@@ -125,7 +125,7 @@ def reason_text(entry: dict, slug: str, lang: str) -> str:
         lang,
         f"why_{code}_long",
         slug=slug,
-        names=", ".join(entry.get(code) or []) if code in ("misnamed", "several") else "",
+        names=joined(lang, entry.get(code) or []) if code in ("misnamed", "several") else "",
         why=_first_line(why or ""),
         failed=entry.get("failed", 0),
         checks=len(checks),
@@ -280,7 +280,7 @@ def _todo_rates(sheet: dict, lang: str = "en") -> str:
         if rows:
             parts.append(f"<h3>{e(slug)}</h3>" + _bars(rows, 1.0))
         for todo, students in unknown[slug].items():
-            links = ", ".join(_student_link(student, anchors) for student in students)
+            links = joined(lang, (_student_link(student, anchors) for student in students))
             parts.append(
                 f'<p class="unknown" data-kata="{e(slug)}" data-todo="{todo}">'
                 f"{e(phrase(lang, 'html_unknown', todo=todo))}{e(phrase(lang, 'colon'))}{links}</p>"
@@ -404,7 +404,7 @@ def _not_graded(sheet: dict, lang: str = "en") -> str:
     if not rows:
         return ""
     cells = "".join(
-        f'<tr class="not-graded"><td>{e(student)}</td><td>{e(", ".join(names))}</td><td>{e(why)}</td></tr>'
+        f'<tr class="not-graded"><td>{e(student)}</td><td>{e(joined(lang, names))}</td><td>{e(why)}</td></tr>'
         for student, names, why in rows
     )
     title, student, files, why = (

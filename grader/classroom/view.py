@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
-from grader.content.i18n import PHRASES
+from grader.content.i18n import PHRASES, joined
 from grader.report.results import FEEDBACKS, SCORINGS
 
 VIEW_FILE = "view.json"
@@ -36,10 +36,11 @@ class View:
     roster_from: str = ""  # the --roster file's display name
     excel: bool = False  # --excel: grades-excel.csv beside grades.csv
 
-    def options(self, names: list[str]) -> str:
-        """'--lang zh, --points points.toml': the options `names` (fields) as a command line gives them."""
+    def options(self, names: list[str], lang: str = "en") -> str:
+        """'--lang zh, --points points.toml' (in `lang`'s list): the options `names` (fields) as a command
+        line gives them."""
         shown = {"points": self.points_from, "roster": self.roster_from, "excel": ""}
-        return ", ".join(f"--{name} {shown.get(name, getattr(self, name))}".rstrip() for name in names)
+        return joined(lang, (f"--{name} {shown.get(name, getattr(self, name))}".rstrip() for name in names))
 
 
 OPTIONS = ("lang", "scoring", "feedback", "points", "roster", "excel")  # the fields a command line gives

@@ -13,6 +13,8 @@ Ctrl-C (SIGINT), 143 after SIGTERM, with everything the command started ended (g
 The consoles they print through are grader.report.console's.
 """
 
+import re
+
 import click
 
 from grader.cli import learner
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         message = error.format_message()
         if isinstance(error, click.BadParameter) and lang != "en":  # our message in click's frame, in zh
             hint = error.param_hint or (error.param.get_error_hint(error.ctx) if error.param else None)
+            hint = re.sub("'([^']*)'", lambda name: phrase(lang, "quoted", text=name[1]), hint) if hint else hint
             message = phrase(lang, "bad_value", param=hint, message=error.message) if hint else error.message
         errors.print(phrase(lang, "usage_error", command=command, message=message), style="error", markup=False)
         return 2

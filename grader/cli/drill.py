@@ -9,7 +9,7 @@ import click
 from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option, workspace_option
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import Kata
-from grader.content.i18n import phrase, pick_language
+from grader.content.i18n import joined, phrase, pick_language
 from grader.report.console import console, errors
 
 
@@ -78,7 +78,7 @@ def drill(
     if check_path is not None:
         given += [name for name, value in (("--out", out), ("--interactive", interactive or None)) if value]
         if given:
-            raise click.UsageError(phrase(lang, "drill_check_drop", options=", ".join(given)))
+            raise click.UsageError(phrase(lang, "drill_check_drop", options=joined(lang, given)))
         return _check_drill(kata, check_path, workspace, timeout, lang)
     counts = [name for name in given if name in ("--level", "--blanks", "--ratio")]
     if len(counts) > 1:

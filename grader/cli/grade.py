@@ -16,7 +16,7 @@ from grader.cli.options import (
     timeout_option,
 )
 from grader.content import catalogue
-from grader.content.i18n import phrase, pick_language
+from grader.content.i18n import joined, phrase, pick_language
 from grader.report.console import console, errors
 from grader.run.interrupt import exit_status
 
@@ -166,7 +166,7 @@ def grade(
     if reused:
         path = display_name(str(out / view.VIEW_FILE))
         console.print(
-            Trimmed(Prose(phrase(lang, "grade_view_kept", path=path, options=shown.options(reused)), "muted"))
+            Trimmed(Prose(phrase(lang, "grade_view_kept", path=path, options=shown.options(reused, lang)), "muted"))
         )
     graded = []
 
@@ -187,7 +187,7 @@ def grade(
     report_html.write_report(sheet, out, lang, texts)
     view.write_view(out, shown)
     names = ("grades.csv", *[gradesheet.EXCEL_CSV] * shown.excel, "grades.json", "junit", "feedback", "report.html")
-    wrote = ", ".join(display_name(str(out / name)) for name in names)
+    wrote = joined(lang, (display_name(str(out / name)) for name in names))
     console.print(
         Trimmed(Prose(phrase(lang, "grade_wrote", graded=run.graded, reused=run.reused, wrote=wrote), "muted"))
     )

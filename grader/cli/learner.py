@@ -12,7 +12,7 @@ from grader.cli.options import SLUG, flush_warnings, lang_option, timeout_option
 from grader.cli.workspace import Workspace, WorkspaceRefusal
 from grader.content import catalogue, render
 from grader.content.catalogue import Kata
-from grader.content.i18n import phrase, pick_language, speaking
+from grader.content.i18n import joined, phrase, pick_language, speaking
 from grader.oracles.against import ORACLES, TRL_VERSION
 from grader.report.console import console, errors
 
@@ -58,7 +58,7 @@ def start(kata: Kata, workspace_dir: Path, lang: str | None) -> int:
     console.print(phrase(lang, "wrote_todos", path=path, todos=phrase(lang, "todos", n=len(kata.todos))))
     pending = [slug for slug in kata.prerequisites if not progress.get(slug, {}).get("passed_at")]
     if pending:
-        console.print(phrase(lang, "tip_prerequisites", pending=", ".join(pending)))
+        console.print(phrase(lang, "tip_prerequisites", pending=joined(lang, pending)))
     console.print(phrase(lang, "read_lesson", slug=kata.slug))
     return 0
 
@@ -145,7 +145,7 @@ def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | N
     workspace = Workspace(workspace_dir, lang=lang)
     numbers = [todo.number for todo in kata.todos]
     if todo_number is not None and todo_number not in numbers:
-        message = phrase(lang, "has_todos", slug=kata.slug, numbers=", ".join(map(str, numbers)))
+        message = phrase(lang, "has_todos", slug=kata.slug, numbers=joined(lang, numbers))
         raise click.BadParameter(message, param_hint="--todo")
     console.print(next_hint(kata, workspace, todo_number, lang))
     flush_warnings(workspace)
@@ -166,7 +166,7 @@ def solution(kata: Kata, force: bool, workspace_dir: Path, lang: str | None) -> 
     if not force and status != "passed":
         errors.print(phrase(lang, "not_passed", slug=kata.slug), style="warning")
         return 1
-    text = render.translate(kata.solution(), kata.docstrings(lang))  # the exercise's docstrings and comments
+    text = render.translate(kata.solution(), kata.texts(lang))  # the exercise's docstrings, comments, TODO titles
     if console.is_terminal:
         from rich.syntax import Syntax
 

@@ -17,7 +17,7 @@ import re
 
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import DIFFICULTIES, Kata, localized
-from grader.content.i18n import phrase
+from grader.content.i18n import joined, phrase
 
 STATUS_STYLE = {"passed": "passed", "in progress": "timeout", "not started": "muted"}
 
@@ -65,7 +65,7 @@ def _cells(row: dict, lang: str = "en") -> list[str]:
         status = phrase(lang, "checks_of", status=status, passed=last["passed"], total=last["passed"] + last["failed"])
     if row.get("drill"):
         status = f"{status} · {score_text(row['drill'], lang)}"
-    after = ", ".join(row["prerequisites"]) or "-"
+    after = joined(lang, row["prerequisites"]) or "-"
     difficulty = phrase(lang, row["difficulty"])
     return [str(row["order"]), row["slug"], row["title"], difficulty, after, status]
 
@@ -77,7 +77,7 @@ def score_text(scores: dict, lang: str = "en") -> str:
         for level in DIFFICULTIES
         if level in scores
     ]
-    return phrase(lang, "drill_scores", scores=", ".join(parts) if parts else "-")
+    return phrase(lang, "drill_scores", scores=joined(lang, parts) if parts else "-")
 
 
 def _footer(listing: dict, lang: str = "en") -> str:
@@ -153,7 +153,7 @@ def _table(listing: dict, lang: str = "en"):
     slugs = max((len(row["slug"]) for row in listing["katas"]), default=4)
     table = Table(box=None, pad_edge=False, header_style="title")
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("kata", no_wrap=True, min_width=slugs)
+    table.add_column(phrase(lang, "col_kata"), no_wrap=True, min_width=slugs)
     table.add_column(phrase(lang, "col_title"), ratio=1, min_width=slugs + len("after "), overflow="fold")
     table.add_column(phrase(lang, "col_difficulty"), no_wrap=True)
     table.add_column(phrase(lang, "col_status"), min_width=len("in progress"), overflow="fold")

@@ -5,12 +5,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.content.catalogue import localized
+from grader.content.i18n import joined
 from grader.content.quiz import InvalidAnswer, Question, describe, grade, parse_answer
 from grader.report.styles import Hanging, Prose
 
 PHRASES = {
     "en": {
-        "question": "Question {i} of {n}",
+        "question": "Question {i} of {n}  ({key})",
         "prompt_choice": "Your answer ({letters}): ",
         "prompt_number": "Your answer (a number): ",
         "not_an_option": "Please answer with one of {letters}.",
@@ -21,7 +22,7 @@ PHRASES = {
         "stopped": "Quiz stopped after {answered} of {n} questions: {right} right.",
     },
     "zh": {
-        "question": "第 {i} 题，共 {n} 题",
+        "question": "第 {i} 题，共 {n} 题（{key}）",
         "prompt_choice": "你的答案（{letters}）：",
         "prompt_number": "你的答案（一个数）：",
         "not_an_option": "请用以下选项之一作答：{letters}。",
@@ -55,12 +56,12 @@ def ask(questions: list[Question], lang: str, input_fn: Callable[[str], str], co
     result = QuizResult(total=len(questions))
     say = PHRASES.get(lang, PHRASES["en"])
     for number, question in enumerate(questions, start=1):
-        console.print(Prose(say["question"].format(i=number, n=len(questions)) + f"  ({question.key})", "todo"))
+        console.print(Prose(say["question"].format(i=number, n=len(questions), key=question.key), "todo"))
         console.print(Prose(localized(question.text, lang)))
         for letter, option in zip(question.letters, question.options_in(lang)):
             console.print(Hanging(f"  {letter}) ", Prose(option)))
         try:
-            answer = _read_answer(question, say, input_fn, console)
+            answer = _read_answer(question, lang, input_fn, console)
         except (EOFError, KeyboardInterrupt):
             result.stopped = True
             console.print()
@@ -83,9 +84,10 @@ def ask(questions: list[Question], lang: str, input_fn: Callable[[str], str], co
     return result
 
 
-def _read_answer(question: Question, say: dict, input_fn: Callable[[str], str], console) -> str | float:
+def _read_answer(question: Question, lang: str, input_fn: Callable[[str], str], console) -> str | float:
     """One valid answer typed by the learner; an invalid one is asked again."""
-    letters = ", ".join(question.letters)
+    say = PHRASES.get(lang, PHRASES["en"])
+    letters = joined(lang, question.letters)
     prompt = say["prompt_choice"].format(letters=letters) if question.kind == "choice" else say["prompt_number"]
     while True:
         raw = input_fn(prompt)

@@ -3,7 +3,8 @@
 File events come from watchfiles (inotify/FSEvents), which falls back to polling where events do
 not come (and on WSL); `--poll` forces polling. The loop takes any iterable of change batches, so
 it can be driven without a file system; it starts iterating (watching) before the first check, so
-a save made while that check runs is checked next.
+a save made while that check runs is checked next. Ctrl-C ends it with one line in the learner's
+language (watchfiles' own English warning never shows: it raises the interrupt instead).
 """
 
 import itertools
@@ -19,6 +20,7 @@ from grader.content.i18n import phrase
 from grader.report.inert import inert
 from grader.report.terminal import build_report
 from grader.run.grading import GradingError, run_checks
+from grader.run.interrupt import exit_status
 
 
 def watch_workspace(
@@ -30,7 +32,8 @@ def watch_workspace(
     console: Console,
     changes: Iterable[set[tuple[object, str]]] | None = None,
 ) -> int:
-    """Check on start, then after each batch of saves; returns 0 when interrupted."""
+    """Check on start, then after each batch of saves; returns 0 when interrupted (Ctrl-C), says so in
+    `lang`. SIGTERM still ends the command with 143."""
     katas = {k.slug: k for k in ([kata] if kata else catalogue.all_katas())}
     batches = iter(FileChanges(workspace.root, poll) if changes is None else changes)
     scope = kata.slug if kata else phrase(lang, "every_kata_in", path=workspace.root)
@@ -38,11 +41,17 @@ def watch_workspace(
     if kata and workspace.kata_file(kata.slug).exists():
         _check(katas[kata.slug], workspace, timeout, lang, console)
     watched = {workspace.kata_file(slug).resolve(): slug for slug in katas}
-    for batch in batches:
-        saved = {watched[path] for _, name in batch if (path := Path(name).resolve()) in watched}
-        for slug in sorted(saved):
-            if workspace.kata_file(slug).exists():
-                _check(katas[slug], workspace, timeout, lang, console)
+    try:
+        for batch in batches:
+            saved = {watched[path] for _, name in batch if (path := Path(name).resolve()) in watched}
+            for slug in sorted(saved):
+                if workspace.kata_file(slug).exists():
+                    _check(katas[slug], workspace, timeout, lang, console)
+    except KeyboardInterrupt as stop:  # Ctrl-C: how a watch ends
+        if exit_status(stop) != exit_status(KeyboardInterrupt()):
+            raise
+        console.print()
+        console.print(phrase(lang, "watch_stopped"), style="muted")
     return 0
 
 
@@ -79,7 +88,7 @@ class FileChanges:
             self.root,
             force_polling=True if self.poll else None,
             recursive=False,
-            raise_interrupt=False,
+            raise_interrupt=True,  # not its English log line: watch_workspace says it in the learner's language
             rust_timeout=self.WAKE_MS,
             yield_on_timeout=True,
         )

@@ -221,7 +221,7 @@ class Kata:
             phrase(lang, "template_stuck", slug=self.slug),
             "",
         ]
-        return render.template_source(render.translate(self.solution(), self.docstrings(lang)), steps, header, filled)
+        return render.template_source(render.translate(self.solution(), self.texts(lang)), steps, header, filled)
 
     def docstrings(self, lang: str) -> dict:
         """The reference's docstrings in `lang` (and, under "comments", its comments): {} in English;
@@ -237,6 +237,14 @@ class Kata:
         path = self.folder / f"docstrings.{lang}.toml"
         own = _read_toml(path) if path.exists() else {}
         return texts | own | {"comments": texts["comments"] | own.get("comments", {})}
+
+    def texts(self, lang: str) -> dict:
+        """What the reference reads as in `lang` (render.translated_spans): its docstrings and comments
+        (`docstrings`), and under "todos" each TODO's title, as the exercise gives it; {} in English.
+        The exercise, the solution and the drills all show the reference through it."""
+        if lang == "en":
+            return {}
+        return self.docstrings(lang) | {"todos": {todo.number: localized(todo.title, lang) for todo in self.todos}}
 
     @cached_property
     def warm_imports(self) -> tuple[str, ...]:
@@ -312,6 +320,6 @@ def unknown_kata(slug: str, lang: str = "en") -> str:
     from grader.content.i18n import phrase
 
     close = difflib.get_close_matches(slug, [kata.slug for kata in all_katas()], n=2, cutoff=0.5)
-    names = phrase(lang, "or").join(repr(name) for name in close)
+    names = phrase(lang, "or").join(phrase(lang, "quoted", text=name) for name in close)
     hint = phrase(lang, "did_you_mean", names=names) if close else ""
-    return phrase(lang, "unknown_kata", slug=slug, hint=hint)
+    return phrase(lang, "unknown_kata", slug=phrase(lang, "quoted", text=slug), hint=hint)

@@ -34,7 +34,7 @@ from functools import cache
 
 from grader.content import render
 from grader.content.catalogue import DIFFICULTIES
-from grader.content.i18n import phrase
+from grader.content.i18n import joined, phrase
 from grader.content.interface import PHRASES
 
 LEVELS = dict(zip(DIFFICULTIES, (0.15, 0.35, 0.70)))  # the share of positions blanked
@@ -44,7 +44,6 @@ _HEADER = re.compile(
     r"^# kata drill (?P<slug>\w+) --seed (?P<seed>\d+) --blanks (?P<blanks>\d+)(?: --function (?P<function>\w+))?$",
     re.M,
 )
-_LEVEL = re.compile(r"^# level: (?P<level>\w+)", re.M)
 _OPERATIONS = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)
 
 
@@ -226,30 +225,31 @@ class Drill:
         return self.body("en")
 
     def body(self, lang: str = "en") -> str:
-        """The reference with each chosen position replaced by its placeholder, its docstrings in
-        `lang` (katas/SLUG/docstrings.LANG.toml; they lie outside every TODO, so outside every blank)."""
+        """The reference with each chosen position replaced by its placeholder, its docstrings,
+        comments and TODO titles in `lang` as the exercise has them (Kata.texts; none of them is code,
+        so none overlaps a blank)."""
         from grader.content.catalogue import get_kata
 
         placeholders = [(p.start, p.end, f"__{number}__") for number, p in enumerate(self.blanks, start=1)]
-        docstrings = render.translated_spans(self.source, get_kata(self.slug).docstrings(lang))
+        texts = render.translated_spans(self.source, get_kata(self.slug).texts(lang))
         out, cursor = [], 0
-        for start, end, text in sorted(placeholders + docstrings):
+        for start, end, text in sorted(placeholders + texts):
             out += [self.source[cursor:start], text]
             cursor = end
         return "".join(out + [self.source[cursor:]])
 
     def header(self, lang: str = "en") -> str:
-        """The drill file's comment lines: the command that rebuilds it (read back by read_header),
-        its level, and what to do (in `lang`)."""
+        """The drill file's comment lines (in `lang`): the command that rebuilds it (read back by
+        read_header), its level (read back too), and what to do."""
         command = f"kata drill {self.slug} --seed {self.seed} --blanks {len(self.blanks)}"
         if self.function:
             command += f" --function {self.function}"
-        level = f"# level: {self.level}\n" if self.level else ""
+        level = f"{_level_line(self.level, lang)}\n" if self.level else ""
         return (
-            f"# Post-Training Katas · drill · {self.slug}\n"
+            f"# {phrase(lang, 'drill_title', slug=self.slug)}\n"
             f"# {command}\n{level}"
             f"# {phrase(lang, 'drill_replace', n=len(self.blanks))}\n"
-            f"#   kata drill {self.slug} --check THIS_FILE\n"
+            f"#   kata drill {self.slug} --check {phrase(lang, 'drill_this_file')}\n"
         )
 
     def file_text(self, lang: str = "en") -> str:
@@ -275,7 +275,7 @@ def make_drill(
         if not candidates and not names:
             raise DrillError(phrase(lang, "drill_no_functions", slug=slug))
         if not candidates:
-            raise DrillError(phrase(lang, "drill_no_code_in", slug=slug, function=function, names=", ".join(names)))
+            raise DrillError(phrase(lang, "drill_no_code_in", slug=slug, function=function, names=joined(lang, names)))
     count = blank_count(len(candidates), level or "medium", blanks, ratio)
     chosen = sorted(random.Random(seed).sample(range(len(candidates)), count))
     return Drill(
@@ -288,14 +288,19 @@ def read_header(text: str, lang: str = "en") -> dict:
     found = _HEADER.search(text.partition("\n\n")[0])
     if not found:
         raise DrillError(phrase(lang, "drill_not_a_file"))
-    level = _LEVEL.search(text.partition("\n\n")[0])
+    lines = set(text.partition("\n\n")[0].splitlines())
     return {
         "slug": found["slug"],
         "seed": int(found["seed"]),
         "blanks": int(found["blanks"]),
         "function": found["function"],
-        "level": level["level"] if level and level["level"] in LEVELS else None,
+        "level": next((level for level in LEVELS for lang in PHRASES if _level_line(level, lang) in lines), None),
     }
+
+
+def _level_line(level: str, lang: str) -> str:
+    """The drill file's header line that gives its level, in `lang` (`# level: easy`, `# 难度：简单`)."""
+    return f"# {phrase(lang, 'drill_header_level', level=phrase(lang, level))}"
 
 
 def drill_from_file(text: str, lang: str = "en") -> Drill:
@@ -410,14 +415,21 @@ class DrillScore:
     stopped: bool = False  # the learner left early (EOF or Ctrl-C)
 
 
-def code_view(drill: Drill):
-    """The TODO regions holding a blank, numbered lines, each blank highlighted (a rich Text)."""
+def blank_rows(text: str) -> dict[int, int]:
+    """{blank number: its 1-based line} in a drill's text (the body in any language)."""
+    return {int(m[1]): text.count("\n", 0, m.start()) + 1 for m in PLACEHOLDER.finditer(text)}
+
+
+def code_view(drill: Drill, lang: str = "en"):
+    """The TODO regions holding a blank, numbered lines, each blank highlighted (a rich Text), in
+    `lang` (TODO titles and comments as in the drill file)."""
     from rich.text import Text
 
-    lines = drill.text.splitlines()
-    rows = {position.line for position in drill.blanks}
+    text = drill.body(lang)
+    lines = text.splitlines()
+    rows = set(blank_rows(text).values())
     view = Text()
-    for region in render.find_regions(drill.text):
+    for region in render.find_regions(text):
         if not any(region.start < row - 1 < region.end for row in rows):
             continue
         for i in range(region.start, region.end + 1):
@@ -438,11 +450,12 @@ def ask(
     from rich.text import Text
 
     score = DrillScore(total=len(drill.blanks))
-    console.print(code_view(drill))
-    lines = drill.text.splitlines()
+    console.print(code_view(drill, lang))
+    text = drill.body(lang)
+    lines, rows = text.splitlines(), blank_rows(text)
     began = clock()
     for number, position in enumerate(drill.blanks, start=1):
-        line = Text(f"{position.line:4d}  {lines[position.line - 1].strip()}")
+        line = Text(f"{rows[number]:4d}  {lines[rows[number] - 1].strip()}")
         line.highlight_regex(rf"__{number}__", "todo")
         console.print(line)
         try:

@@ -74,6 +74,7 @@ PHRASES = {
         " (kata reset {slug} writes a blank copy and keeps yours as a backup)",
         "and": "and",
         "colon": ": ",
+        "comma": ", ",
         "more_lines": "... ({n} more lines)",
     },
     "zh": {
@@ -118,6 +119,7 @@ PHRASES = {
         "（kata reset {slug} 会写出空白副本，并把你的文件保留为备份）",
         "and": "和",
         "colon": "：",
+        "comma": "、",
         "more_lines": "……（另有 {n} 行）",
     },
 }
@@ -185,6 +187,11 @@ def command_language(ctx) -> str:
     its arguments), else `kata --lang`, else KATA_LANG or the locale."""
     chosen = [ctx.params.get("lang"), ctx.find_root().params.get("lang")]
     return pick_language(next((value for value in chosen if isinstance(value, str)), None))  # not click's UNSET
+
+
+def joined(lang: str, items: Iterable) -> str:
+    """`items` as one list in `lang`: "a, b, c" in English, "a、b、c" in Chinese."""
+    return phrase(lang, "comma").join(map(str, items))
 
 
 def phrase(lang: str, key: str, **values) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from grader.content import render
 from grader.content.catalogue import KATAS_DIR, get_kata, localized
-from grader.content.i18n import say
+from grader.content.i18n import joined, say
 
 KINDS = ("choice", "number")
 OPERATORS = {
@@ -129,8 +129,8 @@ def parse_answer(question: Question, raw) -> str | float:
     if question.kind == "choice":
         letter = raw.strip().lower().rstrip(").").strip() if isinstance(raw, str) else None
         if letter not in question.letters:
-            letters = ", ".join(question.letters)
-            raise InvalidAnswer(say(f"{raw!r} is not one of {letters}", f"{raw!r} 不是 {letters} 之一"))
+            en, zh = joined("en", question.letters), joined("zh", question.letters)
+            raise InvalidAnswer(say(f"{raw!r} is not one of {en}", f"{raw!r} 不是 {zh} 之一"))
         return letter
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
         raise InvalidAnswer(say(f"{raw!r} is not a number", f"{raw!r} 不是数"))

@@ -180,8 +180,9 @@ def transplant(learner: str, solution: str, numbers: set[int]) -> str:
 def translated_spans(source: str, texts: dict) -> list[tuple[int, int, str]]:
     """(start, end, new text) character spans of `source` that `texts` translates, in order:
     docstrings (whole lines) by key: "module" for the module's, a function's or class's name for
-    its own, "Class.method" for a method's; and comments by their text, in the table "comments"
-    ({"a NaN anywhere makes both NaN": "…"}). What `texts` does not name keeps its own."""
+    its own, "Class.method" for a method's; comments by their text, in the table "comments"
+    ({"a NaN anywhere makes both NaN": "…"}); and each `# TODO N` marker's title by its number, in
+    the table "todos" ({1: "…"}: `# TODO 1: …`). What `texts` does not name keeps its own."""
     import ast
     import io
     import tokenize
@@ -214,12 +215,20 @@ def translated_spans(source: str, texts: dict) -> list[tuple[int, int, str]]:
         new = "\n".join(f"{pad}{line}".rstrip() for line in lines)
         end = starts[statement.end_lineno] - 1 if source[starts[statement.end_lineno] - 1] == "\n" else len(source)
         spans.append((starts[statement.lineno - 1], end, new))
-    comments = texts.get("comments", {})
-    for token in tokenize.generate_tokens(io.StringIO(source).readline) if comments else ():
+    comments, titles = texts.get("comments", {}), texts.get("todos", {})
+    for token in tokenize.generate_tokens(io.StringIO(source).readline) if comments or titles else ():
+        if token.type != tokenize.COMMENT:
+            continue
         said = token.string.removeprefix("#").strip()
-        if token.type == tokenize.COMMENT and said in comments:
-            (row, column), (end_row, end_column) = token.start, token.end
-            spans.append((starts[row - 1] + column, starts[end_row - 1] + end_column, f"# {comments[said]}"))
+        (row, column), (end_row, end_column) = token.start, token.end
+        marker = _START.match(token.line.rstrip("\n"))
+        if marker and int(marker["number"]) in titles:
+            new = f"# TODO {marker['number']}: {titles[int(marker['number'])]}"
+        elif said in comments:
+            new = f"# {comments[said]}"
+        else:
+            continue
+        spans.append((starts[row - 1] + column, starts[end_row - 1] + end_column, new))
     return sorted(spans)
 
 

@@ -237,7 +237,7 @@ class Expect:
                     )
                 )
             for index, (have, want) in enumerate(zip(got, expected)):
-                self.same(have, want, f"{what}\n  {_item(kind, index, names)}:", values)
+                self.same(have, want, f"{what}\n  {_item(kind, index, names)}{say(':', '：')}", values)
             return
         if isinstance(expected, dict):
             if not isinstance(got, dict):

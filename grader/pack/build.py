@@ -113,10 +113,10 @@ def build(out: Path, slugs: list[str], hints: int | None = None, workers: int = 
 def report_text(packed: list[Packed], lang: str = "en") -> str:
     """A line per kata: public checks, instructor-only checks, variants named, and the public checks
     whose recorded values a file could replay even under the course (fixed inputs)."""
-    from grader.content.i18n import phrase
+    from grader.content.i18n import joined, phrase
 
     def names(checks: list[str]) -> str:
-        return ", ".join(checks) or phrase(lang, "pack_none")
+        return joined(lang, checks) or phrase(lang, "pack_none")
 
     lines = [
         phrase(

@@ -18,7 +18,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from grader.content.catalogue import Kata, in_pack, localized
-from grader.content.i18n import phrase
+from grader.content.i18n import joined, phrase
 from grader.oracles.against import TRL_VERSION
 from grader.report.results import CheckResult, GradeResult
 from grader.report.styles import SYMBOL, Prose, Trimmed
@@ -230,7 +230,7 @@ def _location(result: GradeResult, lang: str) -> list[RenderableType]:
         line = phrase(lang, "located", todo=location.todos[0])
     else:
         *rest, last = location.todos
-        line = phrase(lang, "located_many", todos=f"{', '.join(map(str, rest))} {phrase(lang, 'and')} {last}")
+        line = phrase(lang, "located_many", todos=f"{joined(lang, rest)} {phrase(lang, 'and')} {last}")
     lines: list[RenderableType] = [Prose(f"⌖ {line}", "next")]
     if not result.diagnosis and not result.load_error and blank == {None}:
         lines.append(Prose(phrase(lang, "unknown_mistake"), "muted"))
