@@ -311,7 +311,7 @@ def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, learner, ref
 def test_kl_penalty_with_zero_advantages(expect, learner, reference):
     """With all advantages 0 the loss is beta * mean k3 of the policy against the reference: >= 0
 
-    zh: 优势全为 0 时，损失是策略相对参考策略的 beta * mean(k3)：不小于 0
+    zh: 优势全为 0 时，损失是策略相对参考策略的 beta * mean k3：不小于 0
     """
     policy, ref_policy, tokens, old_logp, _ = loss_inputs(reference, 9)
     zeros = torch.zeros_like(old_logp)
@@ -330,7 +330,7 @@ def test_kl_penalty_with_zero_advantages(expect, learner, reference):
     k3 = "k3 = exp(ref - new) - (ref - new) - 1"
     what = say(
         f"grpo_step_loss(advantages=0, beta=0.5): beta * mean k3, {k3}",
-        f"grpo_step_loss(advantages=0, beta=0.5)：`beta * mean(k3)`，其中 `{k3}`",
+        f"grpo_step_loss(advantages=0, beta=0.5)：beta * mean k3，其中 `{k3}`",
     )
     expect.same(loss, want, what)
 
