@@ -100,16 +100,23 @@ def chinese_texts():
 # -- the rules ------------------------------------------------------------------------------------
 
 
-def _variant_pattern(variant: str) -> re.Pattern:
+def _variant_pattern(variant: str, term: str = "") -> re.Pattern:
     """A variant as a pattern: an ASCII word matches only as a whole word (not inside an identifier
-    such as eps_low), and case-sensitively."""
+    such as eps_low), and case-sensitively; a variant ending in the start of its term never matches
+    inside the term (同一提示 is caught, 同一提示词 is not)."""
     edge = "(?<![A-Za-z_])" if variant[0].isascii() else ""
     end = "(?![A-Za-z_])" if variant[-1].isascii() else ""
+    for cut in range(len(term) - 1, 0, -1):
+        if variant.endswith(term[:cut]) and not variant[-1].isascii():
+            end = f"(?!{re.escape(term[cut:])})"
+            break
     return re.compile(edge + re.escape(variant) + end)
 
 
 VARIANTS = [
-    (_variant_pattern(variant), variant, term) for term in GLOSSARY["term"] for variant in term.get("replaces", [])
+    (_variant_pattern(variant, term["zh"]), variant, term)
+    for term in GLOSSARY["term"]
+    for variant in term.get("replaces", [])
 ]
 
 
@@ -181,6 +188,42 @@ def test_a_check_file_gives_its_zh_lines_and_say_messages(tmp_path, monkeypatch)
         ('7/3 对 "2.33333" 不成立，而 "甲" 也不行', 'ASCII "…"'),
         ("叫做「优势」", "「…」"),
         ('把 loss_type="bnpo" 换成 "dr_grpo"', 'ASCII "…"'),
+        ("同一提示下采样的候选", "“同一提示”"),
+        ("每个提示采样 G 个候选", "“每个提示”"),
+        ("只依赖提示的项", "“提示的”"),
+        ("看过完整的提示和回答", "“提示和”"),
+        ("序列（提示加回答）", "“提示加”"),
+        ("只与提示有关的项", "“提示有关”"),
+        ("在 DPO 中，提示 x 下回答 y 的隐式奖励", "“提示 x”"),
+        ("只算补全部分的损失", "“补全”"),
+        ("交换 chosen 与 rejected", "“chosen”"),
+        ("策略反而学习 rejected", "“rejected”"),
+        ("（提示词 x_i，被选中的回答 y_w，被拒绝的回答 y_l）", "“被选中的回答”"),
+        ("被拒绝的回答", "“被拒绝的回答”"),
+        ("在被选中回答的 token 上求和", "“被选中回答”"),
+        ("（被选中的 y_w，被拒绝的 y_l）", "“被选中的 y_w”"),
+        ("（被选中的 y_w，被拒绝的 y_l）", "“被拒绝的 y_l”"),
+        ("偏好每个被选中序列胜过被拒绝序列", "“被选中序列”"),
+        ("偏好每个被选中序列胜过被拒绝序列", "“被拒绝序列”"),
+        ("reward_chosen: (B,) 被偏好序列的奖励", "“被偏好序列”"),
+        ("唯一性针对的是整个生成轨迹（rollout）", "“生成轨迹”"),
+        ("**轨迹契约。** 组内优势比较的是", "“轨迹契约”"),
+        ("轨迹或产物失败时拒绝", "“轨迹或产物”"),
+        ("先检查候选再检查轨迹与产物", "“轨迹与产物”"),
+        ("轨迹未被准入，且候选不具备资格", "“轨迹未被准入”"),
+        ("它的对数概率是常数，已分离，不接收梯度", "“已分离”"),
+        ("既不分离也不裁剪", "“不分离”"),
+        ("在 torch.no_grad 下计算，或者分离", "“或者分离”"),
+        ("返回的损失已被分离（detach）", "“分离（detach）”"),
+        ("在隔离问题上重新生成", "“隔离问题”"),
+        ("没有错位：每个位置给自己输入的 token 打分", "“错位”"),
+        ("比最好的 token 低 200 nats 的 token", "“nats”"),
+        ("单位是 nat", "“nat”"),
+        ("先读课文", "“课文”"),
+        ("两者的区别见课程", "“见课程”"),
+        ("课程中的批次", "“课程中的”"),
+        ("源课程 004 的说法相反", "“源课程”"),
+        ("- 课程批次得到 0.6590", "“课程批次”"),
     ],
 )
 def test_a_bad_text_is_caught(text, expected):
@@ -195,10 +238,94 @@ def test_a_bad_text_is_caught(text, expected):
         '`rollout["max_length_hit_ratio"]` 与 “门槛” 比较：P(y_a 优于 y_b) = 0.88',
         '把 `loss_type="bnpo"` 换成 `"dr_grpo"`，答案写成 “#### 42”',
         'ANSWERS["k3_value"] = ...  # 数值：k3 的值',
+        "同一提示词下采样的候选，每个提示词一组，只依赖提示词的项",
+        "kata hint grpo_loss  # 下一条提示；提示：先读讲义",
+        "在 “rollout”（采样生成）时记录，之后每个 rollout 都是固定样本；轨迹 id 在整个 rollout 中唯一",
+        "返回的损失已被 “detach”（从计算图分离），之后 detach 的值仅供记录",
+        "被选回答与被拒回答；掩码选中的位置（被选中的值）求和",
+        "没有错开一位；低 200 奈特；本课程使用总体标准差",
     ],
 )
 def test_a_good_text_passes(text):
     assert problems(text) == []
+
+
+# -- glosses: a term's English (or its first-use form) once per unit, never inside parentheses ------
+
+GLOSS_FORMS = [form for term in GLOSSARY["term"] for form in term.get("allowed", []) if "（" in form]
+GLOSS = re.compile(f"(?<=[{HAN}])（[A-Za-z][A-Za-z .'-]*）|" + "|".join(map(re.escape, GLOSS_FORMS)))
+
+
+def _zh_units(node, where: str):
+    """(where, texts) for each "zh" value of a TOML document: a list (hints, guidance, options) is one unit."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "zh":
+                yield where, value if isinstance(value, list) else [value]
+            else:
+                yield from _zh_units(value, where)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _zh_units(item, where)
+
+
+def gloss_units():
+    """(where, texts) for each unit a gloss may appear once in: a lesson, a hint list (any "zh" list),
+    a TOML text, a docstring, a check's title, a say() message."""
+    for path in sorted(KATAS_DIR.glob("*/*.toml")):
+        if not path.name.startswith("docstrings."):
+            yield from _zh_units(tomllib.loads(path.read_text(encoding="utf-8")), _name(path))
+    for path in sorted(KATAS_DIR.glob("*/docstrings.zh.toml")):
+        texts = tomllib.loads(path.read_text(encoding="utf-8"))
+        comments = texts.pop("comments", {})
+        yield from ((f"{_name(path)} [{key}]", [text]) for key, text in [*texts.items(), *comments.items()])
+    for path in sorted(KATAS_DIR.glob("*/lesson.zh.md")):
+        yield _name(path), [line for _, line in _lesson_prose(path)]
+    for path in sorted([*KATAS_DIR.glob("*/checks.py"), *(ROOT / "grader").rglob("*.py")]):
+        yield from ((where, [text]) for where, text in _python_texts(path))
+
+
+def gloss_problems(texts: list[str]) -> list[str]:
+    """A gloss given twice in one unit, or inside （…） or (...)."""
+    found, seen = [], set()
+    for text in texts:
+        prose = CODE.sub(FIELD, text)
+        for match in GLOSS.finditer(prose):
+            gloss = match.group()
+            if gloss in seen:
+                found.append(f"“{gloss}” a second time")
+            seen.add(gloss)
+            before = prose[: match.start()]
+            if before.count("（") > before.count("）") or before.count("(") > before.count(")"):
+                found.append(f"“{gloss}” inside parentheses")
+    return found
+
+
+def test_a_gloss_is_given_once_per_unit_and_never_in_parentheses():
+    """Issue 30: 填充（padding） once per lesson, per hint list and per check message, then 填充; and
+    never as （填充（padding）） or (填充（padding）)."""
+    wrong = [f"{where}: {problem}" for where, texts in gloss_units() for problem in gloss_problems(texts)]
+    if wrong:
+        pytest.fail(f"{len(wrong)} glosses repeated or nested:\n" + "\n".join(wrong), pytrace=False)
+
+
+@pytest.mark.parametrize(
+    ("texts", "expected"),
+    [
+        (["填充（padding）位置为 0", "其余填充（padding）不计入"], "a second time"),
+        (["间隔（margin）为正，间隔（margin）越大越好"], "a second time"),
+        (["给回答之后的 token（填充（padding））打分"], "inside parentheses"),
+        (["返回的损失（已 “detach”（从计算图分离））"], "inside parentheses"),
+        (["在 “rollout”（采样生成）时记录", "整个 “rollout”（采样生成）"], "a second time"),
+    ],
+)
+def test_a_repeated_or_nested_gloss_is_caught(texts, expected):
+    assert any(expected in problem for problem in gloss_problems(texts)), gloss_problems(texts)
+
+
+def test_a_gloss_once_per_unit_passes():
+    assert gloss_problems(["填充（padding）位置为 0，之后的填充不计入", "`f(x)（padding）`"]) == []
+    assert all(gloss_problems([text]) == [] for text in ["填充（padding）", "随机失活（dropout）"])
 
 
 @functools.cache

@@ -94,7 +94,7 @@ PHRASES = {
         "（若用 --file 检查的是另一个文件：kata solution {slug} --force）",
         "next_load": "先修复文件使其能被加载，然后运行：kata check {slug}",
         "hint_of": "第 {i} 条提示，共 {n} 条",
-        "hint_last": "这是本 TODO 的最后一条提示。课文：kata show {slug}",
+        "hint_last": "这是本 TODO 的最后一条提示。讲义：kata show {slug}",
         "hint_more": "再次运行同一命令可查看下一条提示。",
         "checks": "项检查",
         "more": "（其余检查从简显示；kata check {slug} --verbose 显示全部信息）",

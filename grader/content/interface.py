@@ -219,7 +219,7 @@ PHRASES = {
     "zh": {
         "wrote_todos": "[passed]✓[/] 已写入 [code]{path}[/]（{todos}）",
         "tip_prerequisites": "[warning]提示：[/]本 kata 建立在 {pending} 之上，它们尚未通过。",
-        "read_lesson": "先读课文：[code]kata show {slug}[/]   然后运行：[code]kata check {slug}[/]",
+        "read_lesson": "先读讲义：[code]kata show {slug}[/]   然后运行：[code]kata check {slug}[/]",
         "exists": "{path} 已存在，未做任何改动。`kata reset {slug}` 可从头开始（会保留备份）。",
         "exists_short": "{path} 已存在，未做任何改动。",
         "refused": "kata：{message}",
@@ -262,7 +262,7 @@ PHRASES = {
         "next": "下一步：{command}",
         "all_passed": "所有 kata 都已通过。",
         "template_fill": "完成每个 TODO，然后运行：kata check {slug}",
-        "template_stuck": "卡住了？kata hint {slug}    课文：kata show {slug}",
+        "template_stuck": "卡住了？kata hint {slug}    讲义：kata show {slug}",
         "drill_positions": "{slug}：共有 {n} 处可挖空，挖空了 {blanked} 处（--seed {seed}{level}）",
         "drill_level": "，难度：{level}",
         "drill_is_kata_file": "kata：{path} 是你的 kata 文件；默写从不改动它。",

@@ -303,14 +303,13 @@ class Expect:
         if not bool(too_far.any()):
             return
         worst = torch.where(too_far, error, torch.zeros_like(error))
-        index = _where(worst)
+        index = _where(nan_mismatch.double() if bool(nan_mismatch.any()) else worst)  # a NaN mismatch first
         at = worst[index] if worst.ndim else worst
         position, want, have = list(index), f"{want_values[index].item():.6g}", f"{got_values[index].item():.6g}"
-        if bool(nan_mismatch.any()):
-            detail = say(
-                f"NaN where a number was expected (or the reverse) at {position} (expected {want}, got {have})",
-                f"在 {position} 处，应为数值却得到 NaN（或反之）（应为 {want}，实际为 {have}）",
-            )
+        if bool(nan_mismatch.any()) and math.isnan(got_values[index].item()):
+            detail = say(f"NaN at {position}, where {want} was expected", f"在 {position} 处得到 NaN，应为 {want}")
+        elif bool(nan_mismatch.any()):
+            detail = say(f"{have} at {position}, where NaN was expected", f"在 {position} 处应为 NaN，实际为 {have}")
         else:
             largest = f"{at.item():.4g}"
             detail = say(

@@ -112,7 +112,7 @@ def test_grpo_removes(learner):
 def test_grpo_baseline(learner):
     """GRPO's baseline is the mean reward of the same prompt's group
 
-    zh: GRPO 的基线是同一提示那组候选的平均奖励
+    zh: GRPO 的基线是同一提示词那组候选的平均奖励
     """
     check_answer(learner, "grpo_baseline")
 
@@ -182,9 +182,9 @@ def test_k3_small(learner):
 
 @pytest.mark.todo(4)
 def test_k3_gradient(learner):
-    """k3's expected gradient is that of the reverse KL(pi_ref || pi_theta)
+    """k3's expected gradient is that of the forward KL(pi_ref || pi_theta)
 
-    zh: k3 的期望梯度是反向 KL(pi_ref || pi_theta) 的梯度
+    zh: k3 的期望梯度是正向 KL(pi_ref || pi_theta) 的梯度
     """
     check_answer(learner, "k3_gradient")
 

@@ -393,7 +393,7 @@ def test_gspo_matches_reference(expect, seed, spread, options):
 def test_rejects_inputs_outside_the_contract(expect):
     """Accepts valid input; rejects every bad input the lesson lists with ValueError
 
-    zh: 接受合法输入；对课文列出的每种非法输入抛出 ValueError
+    zh: 接受合法输入；对讲义列出的每种非法输入抛出 ValueError
     """
     new, old, advantages, mask = random_batch(11)
     lengths = torch.tensor([3, 30, 19])

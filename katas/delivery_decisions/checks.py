@@ -138,7 +138,7 @@ def fields_match_reference(expect, fields, record, gates):
 def test_lesson_rollout_is_admitted(expect):
     """The lesson's two complete, current, unduplicated groups are admitted
 
-    zh: 课文中两个完整、版本一致、无重复的轨迹组被准入
+    zh: 讲义中两个完整、版本一致、无重复的轨迹组被准入
     """
     expect.matches_reference(CONTRACT, lesson_groups(), "p1", "v1", 4)
 
@@ -246,7 +246,7 @@ def test_several_failures_are_listed_in_order(expect):
 def test_lesson_candidate_evidence(expect):
     """Evidence values vs the reference on the lesson's candidate: 2 of 4 groups valid, 8 in 6 s
 
-    zh: 在课文的候选上与参考答案比较证据值：4 组中 2 组有效，6 秒内 8 条有效轨迹
+    zh: 在讲义的候选上与参考答案比较证据值：4 组中 2 组有效，6 秒内 8 条有效轨迹
     """
     fields_match_reference(expect, EVIDENCE_FIELDS, evidence(), lesson_gates())
 
@@ -404,7 +404,7 @@ def test_lesson_candidates_verdict(expect, case):
     Only eligible and failed_checks are compared: the evidence of these candidates passes its
     gates however it is counted.
 
-    zh: 在课文中合格、截断过多、显存超限的候选上与参考答案比较结论（`eligible` 与 `failed_checks`）
+    zh: 在讲义中合格、截断过多、显存超限的候选上与参考答案比较结论（`eligible` 与 `failed_checks`）
     """
     fields_match_reference(expect, VERDICT_FIELDS, evidence(**LESSON_CANDIDATES[case]), lesson_gates())
 
@@ -414,7 +414,7 @@ def test_lesson_candidates_verdict(expect, case):
 def test_lesson_candidates_whole_record(expect, case):
     """The whole record vs the reference on the lesson's four candidates (TODOs 2-3)
 
-    zh: 在课文的四个候选上与参考答案比较整条记录（TODO 2-3）
+    zh: 在讲义的四个候选上与参考答案比较整条记录（TODO 2-3）
     """
     expect.matches_reference(CANDIDATE, evidence(**LESSON_CANDIDATES[case]), lesson_gates())
 
@@ -494,7 +494,7 @@ GOOD_ARTIFACT = {"path": "adapter", "sha256": "abc"}
 def test_lesson_decisions(expect, rollout, eligible, artifact):
     """The lesson's three cases: accept, reject without an artifact, tune a weak candidate
 
-    zh: 课文的三种情况：交付、缺少产物时拒绝、候选不足时调优
+    zh: 讲义的三种情况：交付、缺少产物时拒绝、候选不足时调优
     """
     expect.matches_reference(DECISION, {"admitted": rollout}, {"eligible": eligible}, dict(artifact))
 
@@ -516,12 +516,12 @@ def test_whole_decision_table(expect, admitted, eligible, has_artifact):
 def test_broken_rollout_rejects_even_a_failed_candidate(expect):
     """A weak candidate alone is tuned; with a broken rollout or artifact too, it is rejected
 
-    zh: 仅候选不足时调优；同时轨迹或产物失败时则拒绝
+    zh: 仅候选不足时调优；同时 rollout 或产物失败时则拒绝
     """
     cases = [
         (say("only the candidate failed", "只有候选未通过"), {"admitted": True}, dict(GOOD_ARTIFACT), "tune"),
         (
-            say("rollout not admitted and candidate not eligible", "轨迹未被准入，且候选不具备资格"),
+            say("rollout not admitted and candidate not eligible", "rollout 未被准入，且候选不具备资格"),
             {"admitted": False},
             dict(GOOD_ARTIFACT),
             "reject",
@@ -541,7 +541,7 @@ def test_broken_rollout_rejects_even_a_failed_candidate(expect):
                     f"{what}: decision {result.get('decision')!r}, expected {expected!r}. A weak candidate can be "
                     "tuned; a rollout or artifact that is not valid evidence cannot, so reject comes first",
                     f"{what}：decision 为 {result.get('decision')!r}，应当是 {expected!r}。候选不足可以调优；"
-                    "轨迹或产物不是有效证据就无从调优，所以 reject 优先",
+                    "rollout 或产物不是有效证据就无从调优，所以 reject 优先",
                 )
             )
 
@@ -623,7 +623,7 @@ def test_rejects_inputs_outside_the_contract(expect):
         expect.raises_value_error(why, CANDIDATE, *args)
     for why, args in [
         (
-            say("rollout without 'admitted'", "轨迹记录里没有键 `admitted`"),
+            say("rollout without 'admitted'", "rollout 记录里没有键 `admitted`"),
             ({}, {"eligible": True}, dict(GOOD_ARTIFACT)),
         ),
         (

@@ -68,14 +68,14 @@ def margins(batch):
 def test_matches_the_lesson_batch(expect):
     """The lesson's batch: the loss value equals the reference's, 0.6590 at beta = 0.1
 
-    zh: 课文的批次：损失值与参考答案相同，beta = 0.1 时为 0.6590
+    zh: 讲义的批次：损失值与参考答案相同，beta = 0.1 时为 0.6590
     """
     loss = expect.matches_reference(FN, *lesson_batch(), beta=0.1).item()
     if not abs(loss - 0.658979) <= 1e-5:  # NaN fails too
         raise AssertionError(
             say(
                 f"{FN}(lesson batch, beta=0.1) = {loss:.6f}, expected 0.658979",
-                f"课文批次上 `{FN}(..., beta=0.1)` = {loss:.6f}，应为 0.658979",
+                f"讲义批次上 `{FN}(..., beta=0.1)` = {loss:.6f}，应为 0.658979",
             )
         )
 
@@ -96,7 +96,7 @@ def test_loss_and_gradients_match_reference(expect, seed, beta):
 def test_swapping_chosen_and_rejected_flips_the_margin(expect):
     """One pair at beta = 1: exchanging chosen and rejected negates h, so loss(swapped) - loss = h
 
-    zh: 单个偏好对、beta = 1：交换 chosen 与 rejected 会使 h 变号，因此交换后的损失减去原损失等于 h
+    zh: 单个偏好对、beta = 1：交换被选回答与被拒回答会使 h 变号，因此交换后的损失减去原损失等于 h
     """
     for index, (pc, pr, rc, rr) in enumerate(zip(*random_pairs(10, batch=3))):
         pair = tuple(t.reshape(1) for t in (pc, pr, rc, rr))
@@ -145,7 +145,7 @@ def test_reference_log_probs_receive_no_gradient(expect):
 def test_sigmoid_loss_value_matches_reference_on_mirrored_pairs(expect, seed, beta):
     """The sigmoid loss value matches the reference on pairs listed both ways round
 
-    zh: 在正反各列一次的偏好对上，sigmoid 损失值与参考答案一致
+    zh: 偏好对按正反两种顺序各列一次时，sigmoid 损失值与参考答案一致
     """
     expect.matches_reference(FN, *mirrored_pairs(seed), beta=beta, loss_type="sigmoid")
 
@@ -154,7 +154,7 @@ def test_sigmoid_loss_value_matches_reference_on_mirrored_pairs(expect, seed, be
 def test_loss_is_log_2_when_every_margin_is_0(expect):
     """With chosen and rejected log-probs equal every margin is 0 and the loss is log 2, whatever beta
 
-    zh: chosen 与 rejected 的对数概率相等时所有间隔为 0，损失为 log 2，与 beta 无关
+    zh: 被选回答与被拒回答的对数概率相等时所有间隔为 0，损失为 log 2，与 beta 无关
     """
     pc, _, rc, _ = random_pairs(4)
     for beta in (0.1, 2.0):
@@ -236,7 +236,7 @@ def test_dtype_follows_inputs(expect):
 def test_variant_loss_value_matches_reference_on_mirrored_pairs(expect, loss_type, seed, beta):
     """The hinge and IPO loss values match the reference on pairs listed both ways round
 
-    zh: 在正反各列一次的偏好对上，hinge 与 IPO 的损失值与参考答案一致
+    zh: 偏好对按正反两种顺序各列一次时，hinge 与 IPO 的损失值与参考答案一致
     """
     expect.matches_reference(FN, *mirrored_pairs(seed), beta=beta, loss_type=loss_type)
 
@@ -304,7 +304,7 @@ def test_ipo_is_zero_at_its_target(expect):
 def test_implicit_rewards_match_reference(expect, beta):
     """Implicit rewards equal beta * (policy - reference) for chosen and rejected
 
-    zh: 隐式奖励等于 `beta * (policy_logp - ref_logp)`，chosen 与 rejected 各一份
+    zh: 隐式奖励等于 `beta * (policy_logp - ref_logp)`，被选回答与被拒回答各一份
     """
     expect.matches_reference(REWARDS, *random_pairs(9), beta=beta)
     expect.matches_reference(REWARDS, *lesson_batch())
@@ -318,7 +318,7 @@ def test_implicit_rewards_are_detached(expect):
     """
     pc, pr, rc, rr = lesson_batch()
     rewards = expect.call(REWARDS, pc.requires_grad_(), pr.requires_grad_(), rc, rr)
-    where = say(f"{REWARDS}(lesson batch)", f"课文批次上的 `{REWARDS}(...)`")
+    where = say(f"{REWARDS}(lesson batch)", f"讲义批次上的 `{REWARDS}(...)`")
     expect.same(rewards, expect.reference_call(REWARDS, pc, pr, rc, rr), where)
     for name, reward in zip(("chosen_rewards", "rejected_rewards"), rewards):
         if reward.requires_grad or reward.grad_fn is not None:

@@ -365,7 +365,7 @@ def test_dtype_follows_inputs(expect):
 def test_loss_matches_reference_on_the_lesson_batch(expect):
     """Loss and advantages vs the reference on the lesson's batch
 
-    zh: 在课文的样例批次上，与参考答案比较损失与优势
+    zh: 在讲义的样例批次上，与参考答案比较损失与优势
     """
     args, options = loss_args(lesson_batch())
     expect.matches_reference(FN, *args, **options)
@@ -412,7 +412,7 @@ def test_other_aggregations_match_reference(expect, loss_type):
 def test_rejects_inputs_outside_the_contract(expect):
     """Accepts valid input; rejects every bad input the lesson lists with ValueError
 
-    zh: 接受合法输入；对课文列出的每种非法输入抛出 ValueError
+    zh: 接受合法输入；对讲义列出的每种非法输入抛出 ValueError
     """
     new, old, ref, rewards, group_ids, mask = square(lesson_batch())
     expect.call(FN, new, old, rewards, group_ids, mask, log_probs_ref=ref, beta=0.1)

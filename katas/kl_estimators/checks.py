@@ -388,7 +388,7 @@ def test_global_mean_weighs_every_token_the_same(expect):
 def test_masked_positions_change_nothing(expect, dim):
     """Self-consistency: inf or NaN in unselected positions (padding) leaves your mean as it was
 
-    zh: 自洽：未被选中的位置（填充（padding））是 inf 或 NaN 时，你的均值保持不变
+    zh: 自洽：未被选中的填充（padding）位置是 inf 或 NaN 时，你的均值保持不变
     """
     values, mask = ragged_batch(23)
     before = expect.shaped_like_reference("masked_mean", values, mask, dim=dim)

@@ -36,7 +36,7 @@ from grader.run.judge import Contestant, MissingName, Remote
 CLASS = "RewardModel"
 LENGTHS_WITH_FULL_ROW = [7, 3, 5, 1]  # T = 7: row 0 has no padding
 LENGTHS_ALL_PADDED = [3, 6, 1, 4]  # T = 7: every row ends in padding
-BACKBONE_ZH = {"lesson": "课文", "causal": "因果"}  # the backbones' names in Chinese messages
+BACKBONE_ZH = {"lesson": "讲义", "causal": "因果"}  # the backbones' names in Chinese messages
 
 
 class Here:
@@ -485,7 +485,7 @@ def raises_value_error(why: str, what: str, fn, *args) -> None:
 def test_rejects_inputs_outside_the_contract(expect):
     """Accepts valid input; rejects every bad input the lesson lists with ValueError
 
-    zh: 接受合法输入；对课文列出的每种非法输入抛出 ValueError
+    zh: 接受合法输入；对讲义列出的每种非法输入抛出 ValueError
     """
     ids, mask = batch(LENGTHS_ALL_PADDED, seed=6)
     chosen, rejected = torch.tensor([1.0, -0.5, 2.0, 0.3]), torch.tensor([0.2, 0.4, -1.0, 0.3])

@@ -90,17 +90,30 @@ def test_column_t_scores_the_token_at_t_plus_1(expect):
             wanted = [t - 1] if bool(mask[b, t]) else []
             if moved != wanted:
                 kind = say("response" if mask[b, t] else "prompt or padding", "回答" if mask[b, t] else "提示词或填充")
+                changed, expected = _columns_changed(moved, b), _columns_expected(wanted)
                 raise AssertionError(
                     say(
-                        f"changing input_ids[{b}, {t}] (a {kind}"
-                        f" token) changed columns {moved} of row {b}; expected {wanted}: column t - 1 holds "
-                        "the log-prob of token t (logits[:, t - 1] predict it), and is 0 unless token t is "
-                        "a response token",
-                        f"改变 input_ids[{b}, {t}]（{kind} token）改变了第 {b} 行的列 {moved}；应为 {wanted}："
-                        "第 t - 1 列存放 token t 的对数概率（由 logits[:, t - 1] 预测），"
-                        "token t 不是回答 token 时该列为 0",
+                        f"changing input_ids[{b}, {t}] (a {kind} token) {changed}; {expected}: column t - 1 "
+                        "holds the log-prob of token t (logits[:, t - 1] predict it), and is 0 unless token t "
+                        "is a response token",
+                        f"改变 input_ids[{b}, {t}]（{kind} token）{changed}；{expected}：第 t - 1 列存放 token t "
+                        "的对数概率（由 logits[:, t - 1] 预测），token t 不是回答 token 时该列为 0",
                     )
                 )
+
+
+def _columns_changed(moved: list[int], row: int) -> str:
+    """What changing one id did to a row of the result: no column, or which columns."""
+    if not moved:
+        return say(f"changed no column of row {row}", f"没有改变第 {row} 行的任何一列")
+    return say(f"changed columns {moved} of row {row}", f"改变了第 {row} 行的第 {moved} 列")
+
+
+def _columns_expected(wanted: list[int]) -> str:
+    """Which columns should have changed: none, or exactly the one before the changed id."""
+    if not wanted:
+        return say("no column should change", "不应改变任何一列")
+    return say(f"exactly column {wanted[0]} should change", f"应当恰好改变第 {wanted[0]} 列")
 
 
 # -- TODO 2: the mask on the inputs ---------------------------------------------------------------
@@ -110,7 +123,7 @@ def test_column_t_scores_the_token_at_t_plus_1(expect):
 def test_junk_in_padding_logits_changes_nothing_and_sends_no_nan_gradient(expect):
     """Self-consistency: NaN/inf logits in padding leave your output as it was, with zero gradients
 
-    zh: 自洽：填充（padding）位置的 logits 为 NaN/inf 时，你的输出不变，梯度仍是有限值
+    zh: 自洽：填充（padding）位置的 logits 为 NaN/inf 时，你的输出不变，那里的梯度为 0
     """
     logits, ids, mask = ragged_batch(4)
     where = deep_padding(mask)
@@ -161,7 +174,7 @@ def test_junk_in_padding_logits_changes_nothing_and_sends_no_nan_gradient(expect
 def test_each_log_prob_is_the_logit_minus_the_logsumexp(expect):
     """Logits repeated along the sequence: each log-prob is z_y - logsumexp(z), even 200 nats down
 
-    zh: logits 沿序列重复：每个对数概率都是 z_y - logsumexp(z)，即使低了 200 nats
+    zh: logits 沿序列重复：每个对数概率都是 z_y - logsumexp(z)，即使低了 200 奈特
     """
     generator = seeds.generator(6)
     z = 2.0 * torch.randn(B, V, generator=generator, dtype=torch.float64)  # (B, V)
@@ -180,7 +193,7 @@ def test_each_log_prob_is_the_logit_minus_the_logsumexp(expect):
             if not abs(value - want[b].item()) <= 1e-5 * abs(want[b].item()) + 1e-5:
                 far = say(
                     " (200 nats below the best: log(softmax) gives log(0) = -inf there)",
-                    "（比最大值低 200：`log(softmax)` 在那里得到 log(0) = -inf）",
+                    "（比最大值低 200 奈特：`log(softmax)` 在那里得到 log(0) = -inf）",
                 )
                 far = far if b < 2 else ""
                 target, wanted = targets[b].item(), want[b].item()

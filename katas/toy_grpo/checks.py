@@ -176,7 +176,7 @@ LESSON_GROUPS = {
 def test_advantages_match_reference_on_lesson_groups(expect, case):
     """Matches the reference on the lesson's reward groups (sample std, eps added)
 
-    zh: 在课文的奖励分组上与参考答案一致（样本标准差，eps 相加）
+    zh: 在讲义的奖励分组上与参考答案一致（样本标准差，eps 相加）
     """
     expect.matches_reference("zscore_advantages", torch.tensor(LESSON_GROUPS[case]))
 
@@ -498,7 +498,7 @@ def test_toy_run_learns_the_target_token(expect, seed):
 def test_rejects_inputs_outside_the_contract(expect, learner, reference):
     """Accepts valid input; rejects every bad input the lesson lists with ValueError
 
-    zh: 接受合法输入；对课文列出的每种非法输入抛出 ValueError
+    zh: 接受合法输入；对讲义列出的每种非法输入抛出 ValueError
     """
     expect.call("zscore_advantages", torch.tensor([1.0, 0.0, 0.0, 1.0]))  # a valid call does not raise
     _, _, tokens, old_logp, advantages = loss_inputs(reference, 16, group_size=4)

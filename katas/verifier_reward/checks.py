@@ -207,7 +207,7 @@ def test_reward_values_where_extraction_and_format_are_plain(expect):
 def test_reward_values_on_the_lesson_cases(expect):
     """Reward values vs the reference on the lesson cases (the whole function, TODOs 1-3)
 
-    zh: 在课文案例上与参考答案比较奖励值（整个函数，TODO 1-3）
+    zh: 在讲义案例上与参考答案比较奖励值（整个函数，TODO 1-3）
     """
     each_case(
         expect,
@@ -342,7 +342,7 @@ def test_integer_verifier_records_on_the_lesson_fixtures(expect):
 def test_integer_verifier_reproduces_the_lesson_pass_rates(expect):
     """The expanded group gives the lesson's rates: correctness 0.50, format 0.625, 1 unjudgeable
 
-    zh: 扩展候选组得到课文中的比率：正确率 0.50，格式通过率 0.625，1 个不可判定
+    zh: 扩展候选组得到讲义中的比率：正确率 0.50，格式通过率 0.625，1 个不可判定
     """
     records = [expect.call("verify_integer_response", r, answer) for answer, group in LESSON_GROUPS for r in group]
     if not all(isinstance(record, dict) for record in records):
@@ -360,8 +360,8 @@ def test_integer_verifier_reproduces_the_lesson_pass_rates(expect):
             say(
                 f"expanded group: correctness_pass_rate {correct:.3f} (lesson 0.500), "
                 f"format_pass_rate {formatted:.3f} (lesson 0.625), unjudgeable_count {unjudgeable} (lesson 1)",
-                f"扩展候选组：correctness_pass_rate 为 {correct:.3f}（课文 0.500），"
-                f"format_pass_rate 为 {formatted:.3f}（课文 0.625），unjudgeable_count 为 {unjudgeable}（课文 1）",
+                f"扩展候选组：correctness_pass_rate 为 {correct:.3f}（讲义 0.500），"
+                f"format_pass_rate 为 {formatted:.3f}（讲义 0.625），unjudgeable_count 为 {unjudgeable}（讲义 1）",
             )
         )
 
@@ -393,7 +393,7 @@ def test_integer_verifier_edge_cases(expect):
 def test_combine_matches_the_lesson_framework_check(expect):
     """The lesson's TRL check: columns with None give [1.0, 0.0, 1.0, nan] under weights [0.9, 0.1]
 
-    zh: 课文的 TRL 核对：含 None 的两列奖励在权重 [0.9, 0.1] 下得到 [1.0, 0.0, 1.0, nan]
+    zh: 讲义的 TRL 核对：含 None 的两列奖励在权重 [0.9, 0.1] 下得到 [1.0, 0.0, 1.0, nan]
     """
     correctness = [1.0, 0.0, 1.0, None]
     integer_format = [1.0, None, 1.0, None]
