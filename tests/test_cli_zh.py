@@ -67,7 +67,7 @@ def test_start_says_in_chinese_what_it_wrote_and_what_comes_next(kata_main, work
     header = (workspace / "grpo_loss.py").read_text(encoding="utf-8").splitlines()[1:3]
     assert header == [
         "# 完成每个 TODO，然后运行：kata check grpo_loss",
-        "# 卡住了？kata hint grpo_loss    课文：kata show grpo_loss",
+        "# 卡住了？kata hint grpo_loss    讲义：kata show grpo_loss",
     ]
     again = kata_main("start", "grpo_loss", "--workspace", workspace, "--lang", "zh")
     assert again.status == 1 and "已存在" in again.err
