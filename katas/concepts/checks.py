@@ -94,7 +94,7 @@ def test_dpo_implicit_reward(learner):
 def test_dpo_beta(learner):
     """A larger DPO beta keeps the policy closer to the reference
 
-    zh: DPO 的 beta 越大，策略越贴近参考模型
+    zh: DPO 的 beta 越大，策略越贴近参考策略
     """
     check_answer(learner, "dpo_beta")
 
