@@ -199,6 +199,8 @@ def test_a_check_file_gives_its_zh_lines_and_say_messages(tmp_path, monkeypatch)
         ("交换 chosen 与 rejected", "“chosen”"),
         ("策略反而学习 rejected", "“rejected”"),
         ("（提示词 x_i，被选中的回答 y_w，被拒绝的回答 y_l）", "“被选中的回答”"),
+        ("beta 越大，策略越贴近参考模型", "“贴近参考模型”"),
+        ("策略比参考模型更偏向被选回答", "“比参考模型更偏向”"),
         ("被拒绝的回答", "“被拒绝的回答”"),
         ("在被选中回答的 token 上求和", "“被选中回答”"),
         ("（被选中的 y_w，被拒绝的 y_l）", "“被选中的 y_w”"),

@@ -7,7 +7,7 @@
   character or full-width mark is on both sides of it (with one space otherwise), as a browser does
   for Chinese text.
 - Lists: "• " or "1. " on the first line of an item, its continuation indented under its text.
-- Code blocks are printed as they are, indented 4 columns, never wrapped (the lessons keep them
+- Code blocks are printed as they are, indented 2 columns, never wrapped (the lessons keep them
   within 80 columns: tests/test_content.py).
 - Tables: every cell wraps inside its column, so a table wider than the page is never cut; rows are
   ruled apart when a cell had to wrap.
@@ -29,7 +29,7 @@ from rich.text import Text
 
 from grader.report.styles import Hanging, Prose, Trimmed, is_cjk, is_wide_mark, narrowest
 
-CODE_INDENT = 4
+CODE_INDENT = 2
 _PARSER = MarkdownIt("commonmark").enable("table")
 
 
@@ -105,9 +105,7 @@ class _Table:
         most = [max(cell_len(line) for cell in column for line in cell.split("\n")) for column in cells]
         least = [max(narrowest(cell) for cell in column) for column in cells]
         room = options.max_width - frame
-        if sum(least) > room:  # the punctuation beside a unit lets go first
-            least = [max(narrowest(cell, glued=False) for cell in column) for column in cells]
-        if sum(least) > room:  # still too wide: a record per row
+        if sum(least) > room:  # a column too narrow for a unit: a record per row
             yield from self._records()
             return
         wraps = sum(most) > room

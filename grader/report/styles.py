@@ -142,17 +142,17 @@ def break_offsets(text: str, width: int) -> list[int]:
     return breaks
 
 
-def narrowest(text: str, glued: bool = True) -> int:
+def narrowest(text: str) -> int:
     """The cells of the widest piece of `text` no line break goes inside: a unit (a code span, a
-    number, a word, a Chinese character), with the punctuation that holds on to it when `glued`
-    (`（padding）`, `0.5，`)."""
+    number, a word, a Chinese character) with the punctuation that holds on to it (`（padding）`,
+    `0.5，`)."""
     units: list[str] = []
     end = -1
     for match in _ATOM.finditer(text):
         atom = match.group()
         if atom.isspace():
             continue
-        if glued and units and match.start() == end and (units[-1][-1] in _NO_LINE_END or atom[0] in _NO_LINE_START):
+        if units and match.start() == end and (units[-1][-1] in _NO_LINE_END or atom[0] in _NO_LINE_START):
             units[-1] += atom
         else:
             units.append(atom)

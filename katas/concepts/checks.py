@@ -85,7 +85,7 @@ def test_dpo_removes(learner):
 def test_dpo_implicit_reward(learner):
     """DPO's implicit reward is beta times the log-ratio to the reference
 
-    zh: DPO 的隐式奖励是 beta 乘以相对参考模型的对数比
+    zh: DPO 的隐式奖励是 beta 乘以相对参考策略的对数比
     """
     check_answer(learner, "dpo_implicit_reward")
 
