@@ -9,7 +9,7 @@ import re
 import time
 from pathlib import Path
 
-from gpu_labs.phrases import text
+from gpu_labs.phrases import listing, text
 
 RUNS_ROOT = Path("runs")
 SHOWN_RUNS = 8  # runs named in the error for a run that is not there
@@ -71,10 +71,10 @@ def find_run(name: str, label: str | None = None, root: Path = RUNS_ROOT) -> Pat
         return found[0]
     asked = f"{name} {label}" if label else name
     if found:
-        labs = ", ".join(run.parent.name for run in found)
+        labs = listing(run.parent.name for run in found)
         raise LookupError(text("ambiguous", asked=asked, labs=labs, name=name))
     if not runs:
         raise LookupError(text("no_runs_yet", asked=asked, root=root))
-    listed = ", ".join(f"{run.parent.name} {run.name}" for run in runs[:SHOWN_RUNS])
+    listed = listing(f"{run.parent.name} {run.name}" for run in runs[:SHOWN_RUNS])
     more = text("and_more", n=len(runs) - SHOWN_RUNS) if len(runs) > SHOWN_RUNS else ""
     raise LookupError(text("no_such_run", asked=asked, root=root, listed=listed, more=more))
