@@ -12,7 +12,7 @@ The questions and their options are listed under each TODO: uncomment a question
 replace its `...` with your answer (`...` and None count as not answered yet).
 `kata check concepts` grades the
 answers and explains each wrong one; `kata quiz concepts` asks the same questions one by one in
-the terminal. Conventions (lessons 000, 001 and 004):
+the terminal. Conventions:
 
 - Bradley-Terry: P(a preferred over b) = sigmoid(r_a - r_b).
 - Group advantages: A_i = (r_i - mean_g) / max(std_g, eps), with the population std.

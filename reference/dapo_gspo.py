@@ -19,9 +19,11 @@ GSPO (Zheng et al. 2025, "Group sequence policy optimization"): one ratio per re
     L_GSPO   = -mean_i min(s_i * A_i, clip(s_i, 1 - eps_low, 1 + eps_high) * A_i)
 
 TRL 1.16.0 (GRPOTrainer._compute_loss): `epsilon` and `epsilon_high` are eps_low and eps_high;
-loss_type="dapo" sums the masked token losses and divides by the number of valid tokens
-(`num_items_in_batch`, counted over the whole generation batch and all processes: on one batch
-and one process, the token mean here); importance_sampling_level="sequence" forms the masked mean
+loss_type="dapo" sums the masked token losses and divides, on each process, by
+num_items_in_batch / num_processes * gradient_accumulation_steps / steps_per_generation
+(`num_items_in_batch`: the valid tokens of the whole generation batch, all processes counted), so
+the token mean over the batch holds only once DDP has averaged the gradients of the processes (on
+one batch and one process: the token mean here); importance_sampling_level="sequence" forms the masked mean
 log-ratio per response, exponentiates it, and broadcasts that (B, 1) ratio over the tokens, so
 with loss_type="grpo" each response's loss is its one clipped term and the loss their mean.
 The overlong penalty and dynamic sampling happen outside the loss (TRL: the reward function

@@ -7,7 +7,7 @@ A GRPO / RLVR run is delivered in three steps, each a pure function of plain dic
                                  "effective_trajectories_per_second", "failed_checks"}
     decide_grpo_delivery     -> {"decision": "reject" | "tune" | "accept", "failed_checks"}
 
-Effective update evidence (lesson 002, Step 2). With G groups of fixed size n:
+Effective update evidence. With G groups of fixed size n:
 
     complete group   = a group with exactly n rewards
     valid group      = a complete group whose rewards are not all equal (max > min)
@@ -17,7 +17,7 @@ Effective update evidence (lesson 002, Step 2). With G groups of fixed size n:
     effective_trajectories_per_second = effective_trajectory_count / elapsed_seconds
                                         (0.0 when elapsed_seconds == 0: no time, no evidence)
 
-Conventions (lesson 002, Steps 2-4):
+Conventions:
 - Gates are inclusive: a value exactly at a minimum or a maximum passes (>= and <=). A reward or
   pass@group gain of exactly 0 passes a 0 gate: "not worse" is enough there.
 - Incomplete and zero-variance groups cost time but give no update; they stay in the denominator.

@@ -11,7 +11,7 @@ sequence-level log-probs, already summed over the response tokens:
 
     implicit rewards:  r_w = beta * (logp_pol(y_w) - logp_ref(y_w)),  r_l likewise      TODO 4
 
-Conventions (lesson 004, exercise 2; TRL 1.16's DPOTrainer._compute_loss):
+Conventions (TRL 1.16's DPOTrainer._compute_loss):
 - The reference model is frozen: its log-probs are constants, detached, and get no gradient.
 - -log sigmoid is computed with F.logsigmoid, finite for any margin (log(sigmoid(x)) is -inf
   once sigmoid(x) underflows to 0, at x below about -89 in float32).

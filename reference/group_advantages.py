@@ -6,7 +6,7 @@ group's spread:
 
     A_i = (r_i - mean_g) / max(std_g, eps)        for candidate i in group g
 
-Conventions (lesson 000, Step 2):
+Conventions:
 - std_g is the *population* std (divide by n_g, not n_g - 1), and eps is a floor (clamp), not an
   addend. TRL, verl and CS336 use the sample std with eps added; see the lesson for the difference.
 - A group of one candidate has nothing to be compared with: its advantage is exactly 0.

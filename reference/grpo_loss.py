@@ -13,7 +13,7 @@ TRL's other aggregations (`loss_type`):
     "bnpo"     L = sum_{i,t} mask * l / sum_{i,t} mask       a token mean over the whole batch
     "dr_grpo"  L = sum_{i,t} mask * l / (B * T)              a fixed divisor: T = max completion length
 
-Conventions (lesson 000, Steps 2 and 4):
+Conventions:
 - Each response is averaged over its own valid tokens first; then every candidate weighs the same,
   however long it is (TRL's loss_type="grpo"). A token mean over the whole batch is a different
   loss (TRL's "bnpo"/DAPO), and so is dividing by a fixed length ("dr_grpo").

@@ -12,7 +12,7 @@ sampled token alone we can only estimate it (John Schulman, "Approximating KL Di
 
     masked_mean(v, m, dim) = sum(v where m) / count(m)   over everything, or along `dim`
 
-Conventions (lesson 001, section 3.2; lesson 004, exercise 4):
+Conventions:
 - The direction is KL(policy || reference), the tokens are the policy's samples, and d is
   ref minus policy. k3 is TRL's GRPO `per_token_kl`; verl calls it "low_var_kl" (and clamps it),
   OpenRLHF "k3". Flipping d gives a different quantity, not the same KL.

@@ -30,7 +30,8 @@ centre is the group mean: TRL's "batch" divides by the batch std but still subtr
 Conventions:
 - Groups are given by `group_ids` (any integers, any order, not contiguous), not by position.
 - A group of one has no one to compare with: its RLOO and GRPO advantages are exactly 0 (the
-  sample std of one reward is 0 / 0; here its n - 1 counts as 1, TRL's nan_to_num gives 0 too).
+  sample std of one reward is 0 / 0; here its n - 1 counts as 1; TRL's RLOOTrainer and
+  GRPOTrainer give a group of one 0 through an explicit branch).
 - The loss is returned per token (B, T); averaging it over tokens or sequences is the caller's.
 
 Shapes: advantages (B,), token_log_probs and response_mask (B, T); rewards and group_ids (N,).

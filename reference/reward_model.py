@@ -12,7 +12,7 @@ For pairs of rewards (chosen y_w, rejected y_l, same prompt):
     P(y_w preferred over y_l) = sigmoid(r_w - r_l)        Bradley-Terry
     L = mean_i [ -log sigmoid(r_w,i - r_l,i) ]            computed as -logsigmoid, stable for any margin
 
-Conventions (lesson 004, exercise 5):
+Conventions:
 - Only the value head trains. Every backbone parameter has requires_grad False, and the backbone
   runs under torch.no_grad(), so it neither receives a gradient nor keeps activations for one.
   TRL and OpenRLHF fine-tune the whole model (or LoRA adapters) instead; the loss is the same.

@@ -15,7 +15,7 @@ Each iteration:
         loss     = -mean(s - beta * kl);  one Adam step on the policy
     old <- policy                                                                    copy the weights
 
-Conventions (lesson 004, exercises 3 and 6):
+Conventions:
 - The z-score uses the *sample* std (torch's default, divide by G - 1) with eps *added*
   (default 1e-4, TRL's value); the group_advantages kata uses the population std with eps as a
   floor. A group needs at least two answers; an all-equal group gets advantage 0.

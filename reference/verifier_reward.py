@@ -1,11 +1,11 @@
 """Verifiable rewards: read a final answer out of generated text, score it, combine reward columns.
 
-RLVR replaces the learned reward model by a program. For a GSM8K-style answer (lesson 001, §1.3):
+RLVR replaces the learned reward model by a program. For a GSM8K-style answer:
 
     predicted = extract_answer(text)            tag <answer>..</answer>, else "#### N", else last number
     reward    = min(1.0 * [|predicted - gold| <= 1e-4] + 0.2 * [exactly one well-formed tag], 1.2)
 
-For the lesson-000 lab verifier "integer-answer-v1":
+For the verifier "integer-answer-v1" of the grpo_mechanism lab (gpu_labs/grpo_mechanism.py):
 
     parsed      = last integer (-?[0-9]+) of the stripped response, or None ("unjudgeable")
     correctness = 1.0 if parsed == expected else 0.0
@@ -28,7 +28,7 @@ Conventions (pinned here, argued in the lesson):
   decimals: "1,234.5" -> 1234.5, "-7" -> -7.0. "$", "%" and units around it are ignored.
 - Correct means |predicted - gold| <= 1e-4 (absolute); gold None means nothing can be correct.
 - The format bonus needs exactly one "<answer>" and one "</answer>" around a single number.
-- integer-answer-v1 keeps the lesson's integer rule as it is: "4.0" parses as 0, "1,234" as 234.
+- integer-answer-v1 keeps the lab's integer rule as it is: "4.0" parses as 0, "1,234" as 234.
 - The combined reward is float32 (TRL's dtype). An all-None row stays NaN, as in TRL 1.16 (which
   warns, sets the row back to NaN after its nansum, leaves it out of the group's mean and std,
   and gives it advantage 0); here the caller must decide what to do with it.
@@ -101,7 +101,7 @@ def has_well_formed_answer(text):
 
 
 def reward_gsm8k(text, gold):
-    """Correctness (dominant) plus a small format bonus, clipped (lesson 001, §1.3).
+    """Correctness (dominant) plus a small format bonus, clipped.
 
     Args:
         text: the generated response.
@@ -123,7 +123,7 @@ def reward_gsm8k(text, gold):
 
 
 def verify_integer_response(response, expected_answer):
-    """The lesson-000 lab verifier "integer-answer-v1": one record per response.
+    """The grpo_mechanism lab's verifier "integer-answer-v1": one record per response.
 
     Args:
         response: the generated response.

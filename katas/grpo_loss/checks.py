@@ -167,23 +167,26 @@ def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, ratio, sign,
     zh: 沿优势方向越过 1 ± `clip_range` 后损失是平的；其他位置保留梯度
     """
     loss, gradient = _one_token_loss(expect, ratio, sign)
-    advantage = "+1" if sign > 0 else "-1"
+    advantage, partner = ("+1", "-1") if sign > 0 else ("-1", "+1")
     where = say(
-        f"one token with ratio {ratio} and advantage {advantage} (clip_range 0.2)",
-        f"单个 token，比率 {ratio}，优势 {advantage}（`clip_range=0.2`）",
+        f"one group of two one-token candidates, clip_range 0.2: candidate 0 at ratio {ratio} with "
+        f"advantage {advantage}, candidate 1 at ratio 1 with advantage {partner}",
+        f"一组两个候选、各一个 token，`clip_range=0.2`：候选 0 的比率为 {ratio}、优势为 {advantage}，"
+        f"候选 1 的比率为 1、优势为 {partner}",
     )
     if clipped and gradient != 0.0:
         raise AssertionError(
             say(
-                f"{where}: the clipped side must be flat, but d loss/d log_prob = {gradient:.4g}",
-                f"{where}：裁剪一侧的梯度应为 0，但 d loss/d log_prob = {gradient:.4g}",
+                f"{where}: candidate 0 is on the clipped side and must be flat, but d loss/d log_prob of its "
+                f"token = {gradient:.4g}",
+                f"{where}：候选 0 在裁剪一侧，梯度应为 0，但它那个 token 的 d loss/d log_prob = {gradient:.4g}",
             )
         )
     if not clipped and gradient == 0.0:
         raise AssertionError(
             say(
-                f"{where}: this side is not clipped, yet the gradient is 0 (loss {loss:.4g})",
-                f"{where}：这一侧没有裁剪，梯度却为 0（损失 {loss:.4g}）",
+                f"{where}: candidate 0 is not clipped, yet the gradient of its token is 0 (loss {loss:.4g})",
+                f"{where}：候选 0 没有被裁剪，它那个 token 的梯度却为 0（损失 {loss:.4g}）",
             )
         )
     other = sign  # the second candidate: ratio 1, advantage -sign, so its loss is +sign
@@ -191,8 +194,8 @@ def test_clip_is_flat_only_on_the_side_the_advantage_points(expect, ratio, sign,
     if not abs(loss - expected) <= 1e-5:  # NaN fails too
         raise AssertionError(
             say(
-                f"{where}: loss expected {expected:.6g}, got {loss:.6g}",
-                f"{where}：损失应为 {expected:.6g}，实际为 {loss:.6g}",
+                f"{where}: loss expected {expected:.6g} (the mean of the two candidates' losses), got {loss:.6g}",
+                f"{where}：损失应为 {expected:.6g}（两个候选损失的均值），实际为 {loss:.6g}",
             )
         )
 

@@ -243,9 +243,11 @@ def test_backbone_is_frozen_and_only_the_head_trains(expect):
         raise AssertionError(
             say(
                 f"backbone parameters that still have requires_grad=True: {', '.join(training)}; "
-                "freeze them all (an optimizer over model.parameters() would update them)",
+                "freeze them all (no_grad covers only the given forward: any pass outside it computes their "
+                "gradients, and an optimizer over model.parameters() then updates them)",
                 f"主干中仍然 `requires_grad=True` 的参数：{'、'.join(f'`{name}`' for name in training)}；"
-                "请把它们全部冻结（作用于 `model.parameters()` 的优化器会更新它们）",
+                "请把它们全部冻结（no_grad 只管给定的那次前向：在它之外的任何计算都会算出它们的梯度，"
+                "作用于 `model.parameters()` 的优化器随后就会更新它们）",
             )
         )
     trainable = sorted(name for name, (requires_grad, _) in model.params().items() if requires_grad)

@@ -187,12 +187,12 @@ def test_prompt_and_padding_change_nothing(expect):
 
 @pytest.mark.todo(2)
 def test_sft_loss_falls_as_response_log_probs_rise(expect):
-    """The NLL's sign: the loss is > 0, and its gradient is -1 / (response tokens) on each of them
+    """The NLL's sign: the loss is > 0, and its gradient is < 0 on every response token
 
-    zh: NLL 的符号：损失 > 0，每个回答 token 上的梯度为 -1 /（回答 token 数）
+    zh: NLL 的符号：损失 > 0，每个回答 token 上的梯度都 < 0
     """
     log_probs, mask = sft_batch(13, dtype=torch.float64)
-    loss, _ = expect.gradients("sft_loss", log_probs, mask, wrt=("token_log_probs",))
+    loss, grads = expect.gradients("sft_loss", log_probs, mask, wrt=("token_log_probs",))
     if not loss > 0:
         raise AssertionError(
             say(
@@ -202,6 +202,26 @@ def test_sft_loss_falls_as_response_log_probs_rise(expect):
                 "它 > 0，并随着模型学会回答而下降",
             )
         )
+    grad = grads["token_log_probs"]
+    if grad is None or not bool((grad[mask] < 0).all()):
+        high = "none" if grad is None else f"{grad[mask].max().item():.4g}"
+        raise AssertionError(
+            say(
+                f"sft_loss: the largest gradient on a response token is {high}; it must be < 0 on every "
+                "one, so that lowering the loss raises the response's log-probs",
+                f"sft_loss：回答 token 上最大的梯度为 {high}；它在每个回答 token 上都必须 < 0，"
+                "这样降低损失才会提高回答的对数概率",
+            )
+        )
+
+
+@pytest.mark.todo(2)
+def test_sft_loss_weighs_every_response_token_the_same(expect):
+    """The weighting: the gradient is -1 / (response tokens of the batch) on each response token, 0 elsewhere
+
+    zh: 权重：每个回答 token 上的梯度为 -1 /（批次中回答 token 的个数），其余位置为 0
+    """
+    log_probs, mask = sft_batch(13, dtype=torch.float64)
     expect.gradients_match_reference("sft_loss", log_probs, mask, wrt=("token_log_probs",))
 
 

@@ -2,8 +2,8 @@
 verify_integer_response (TODO 4) and combine_rewards (TODO 5).
 
 Most checks run a short list of named cases against the reference and stop at the first case
-that differs, naming it. The cases are the lessons' own (lesson 001 §1.3, the lesson-000 lab
-fixtures and TRL framework check) plus strings a reward hacker would try: an empty tag, several
+that differs, naming it. The cases are the grpo_mechanism lab's fixtures
+(gpu_labs/grpo_mechanism.py), a TRL-style weighted check of reward columns with None, plus strings a reward hacker would try: an empty tag, several
 tags, the gold number buried among guesses or restated before a wrong answer, "#### 12" before
 "<answer>13</answer>". Each plausible wrong rule fails a different first case.
 
@@ -326,9 +326,9 @@ LESSON_GROUPS = [
 
 @pytest.mark.todo(4)
 def test_integer_verifier_records_on_the_lesson_fixtures(expect):
-    """Every record of the lesson-000 lab fixtures matches, field by field
+    """Every record of the grpo_mechanism lab's fixtures matches, field by field
 
-    zh: 第 000 课实验中的每条候选记录逐字段一致
+    zh: grpo_mechanism 实验的每条候选记录逐字段一致
     """
     cases = [
         (say(f"{response!r} for {answer}", f"标准答案为 {answer} 时的回答 `{response!r}`"), (response, answer))
@@ -340,9 +340,9 @@ def test_integer_verifier_records_on_the_lesson_fixtures(expect):
 
 @pytest.mark.todo(4)
 def test_integer_verifier_reproduces_the_lesson_pass_rates(expect):
-    """The expanded group gives the lesson's rates: correctness 0.50, format 0.625, 1 unjudgeable
+    """The lab's expanded group gives correctness 0.50, format 0.625, 1 unjudgeable
 
-    zh: 扩展候选组得到讲义中的比率：正确率 0.50，格式通过率 0.625，1 个不可判定
+    zh: 该实验的扩展候选组得到：正确率 0.50，格式通过率 0.625，1 个不可判定
     """
     records = [expect.call("verify_integer_response", r, answer) for answer, group in LESSON_GROUPS for r in group]
     if not all(isinstance(record, dict) for record in records):
@@ -358,10 +358,10 @@ def test_integer_verifier_reproduces_the_lesson_pass_rates(expect):
     if (round(correct, 3), round(formatted, 3), unjudgeable) != (0.5, 0.625, 1):
         raise AssertionError(
             say(
-                f"expanded group: correctness_pass_rate {correct:.3f} (lesson 0.500), "
-                f"format_pass_rate {formatted:.3f} (lesson 0.625), unjudgeable_count {unjudgeable} (lesson 1)",
-                f"扩展候选组：correctness_pass_rate 为 {correct:.3f}（讲义 0.500），"
-                f"format_pass_rate 为 {formatted:.3f}（讲义 0.625），unjudgeable_count 为 {unjudgeable}（讲义 1）",
+                f"expanded group: correctness_pass_rate {correct:.3f} (expected 0.500), "
+                f"format_pass_rate {formatted:.3f} (expected 0.625), unjudgeable_count {unjudgeable} (expected 1)",
+                f"扩展候选组：correctness_pass_rate 为 {correct:.3f}（应为 0.500），"
+                f"format_pass_rate 为 {formatted:.3f}（应为 0.625），unjudgeable_count 为 {unjudgeable}（应为 1）",
             )
         )
 
@@ -391,16 +391,21 @@ def test_integer_verifier_edge_cases(expect):
 
 @pytest.mark.todo(5)
 def test_combine_matches_the_lesson_framework_check(expect):
-    """The lesson's TRL check: columns with None give [1.0, 0.0, 1.0, nan] under weights [0.9, 0.1]
+    """A TRL-style check: columns with None give [1.0, 0.0, 1.0, nan] under weights [0.9, 0.1]
 
-    zh: 讲义的 TRL 核对：含 None 的两列奖励在权重 [0.9, 0.1] 下得到 [1.0, 0.0, 1.0, nan]
+    zh: TRL 式的核对：含 None 的两列奖励在权重 [0.9, 0.1] 下得到 [1.0, 0.0, 1.0, nan]
     """
     correctness = [1.0, 0.0, 1.0, None]
     integer_format = [1.0, None, 1.0, None]
     each_case(
         expect,
         "combine_rewards",
-        [(say("lesson 000 framework check", "第 000 课的框架核对"), ([correctness, integer_format], [0.9, 0.1]))],
+        [
+            (
+                say("reward columns with None, weights [0.9, 0.1]", "含 None 的奖励列，权重 [0.9, 0.1]"),
+                ([correctness, integer_format], [0.9, 0.1]),
+            )
+        ],
     )
 
 
