@@ -10,6 +10,7 @@ import os
 import re
 import tokenize
 import tomllib
+from itertools import combinations
 
 import pytest
 from chinese_text import code_names, english_words
@@ -375,3 +376,75 @@ def test_no_stray_files():
             assert KATA_FILES <= names <= KATA_FILES | OPTIONAL_FILES, folder.name
     references = {path.stem for path in render.REFERENCE_DIR.glob("*.py")} - {"__init__"}
     assert references == set(SLUGS)
+
+
+def _first_per_todo(kata) -> dict[int, str]:
+    """{TODO: the id of its first misconception listed} for the TODOs that have one."""
+    first: dict[int, str] = {}
+    for item in kata.misconceptions:
+        first.setdefault(item.todo, item.id)
+    return dict(sorted(first.items()))
+
+
+COMBINED = [
+    (kata.slug, todos)
+    for kata in KATAS
+    if len(kata.todos) >= 3
+    for size in range(2, len(_first_per_todo(kata)) + 1)
+    for todos in combinations(_first_per_todo(kata), size)
+]
+
+
+def _combined_source(kata, todos: tuple[int, ...]) -> str:
+    """The reference with the first misconception of each of `todos` (each edit lies in its own TODO)."""
+    text = kata.solution()
+    for todo in todos:
+        item = kata.misconception(_first_per_todo(kata)[todo])
+        text = render.apply_edit(text, item.find, item.replace)
+    return text
+
+
+@pytest.fixture(scope="module")
+def combined(request, tmp_path_factory, grade_as_a_class):
+    """{(slug, todos): GradeResult} for the combinations of the tests selected, graded as a class is."""
+    wanted = [
+        (item.callspec.params["slug"], item.callspec.params["todos"])
+        for item in request.session.items
+        if item.module is request.module and "combined" in item.fixturenames
+    ]
+    results = {}
+    for slug in dict.fromkeys(slug for slug, _ in wanted):
+        kata = next(kata for kata in KATAS if kata.slug == slug)
+        files = {"t" + "_".join(map(str, todos)): _combined_source(kata, todos) for s, todos in wanted if s == slug}
+        graded = grade_as_a_class(slug, files, tmp_path_factory.mktemp(slug), TIMEOUT)
+        results |= {(slug, todos): graded["t" + "_".join(map(str, todos))][0] for s, todos in wanted if s == slug}
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("slug", "todos"), COMBINED, ids=[f"{s}-{'_'.join(map(str, t))}" for s, t in COMBINED])
+def test_several_wrong_todos_are_located_exactly_and_each_is_named(combined, slug, todos):
+    """Issue 31: with the first misconception of each of two or more TODOs, the location is exactly
+    those TODOs, each gets its own diagnosis naming its misconception, and `Next:` and the headline
+    diagnosis are those of one TODO."""
+    kata = next(kata for kata in KATAS if kata.slug == slug)
+    result = combined[(slug, todos)]
+    assert result.location == Location(todos, "transplant"), result.load_error
+    expected = [(todo, _first_per_todo(kata)[todo]) for todo in todos]
+    assert [(d.todo, d.misconception) for d in result.diagnoses] == expected
+    assert result.diagnosis == dict(expected)[result.next_todo]
+
+
+@pytest.mark.slow
+def test_a_mistake_written_another_equal_way_is_named_the_same(tmp_path, grade_as_a_class):
+    """Issue 31: dapo_gspo's missing floor written as -(-x).clamp(min=0) prints -0 where the variant
+    prints 0 (in a table whose columns align to the values): every check it fails is named alike."""
+    kata = next(kata for kata in KATAS if kata.slug == "dapo_gspo")
+    variant = kata.variant("no_floor_past_max_length")
+    alike = render.apply_edit(variant, "penalty = penalty.clamp(max=0.0)", "penalty = -(-penalty).clamp(min=0.0)")
+    graded = grade_as_a_class(kata.slug, {"variant": variant, "alike": alike}, tmp_path, TIMEOUT)
+    (variant_result, _), (result, _) = graded["variant"], graded["alike"]
+    assert any("-0" in check.message for check in result.checks)  # printed differently...
+    failing = [(check.name, check.misconception) for check in result.checks if check.status != "passed"]
+    assert failing == [(c.name, c.misconception) for c in variant_result.checks if c.status != "passed"]
+    assert failing and {named for _, named in failing} == {"no_floor_past_max_length"}  # ...named the same

@@ -161,6 +161,7 @@ def _entry(record: dict, weights: dict[str, int], scoring: str, lang: str) -> di
         "passed": result.passed,
         "failed": result.failed,
         "diagnosis": result.diagnosis,
+        "diagnoses": [diagnosis.to_json() for diagnosis in result.diagnoses],  # one per located TODO
         "load_error": result.load_error,
         "sandboxed": result.sandboxed,
         "seccomp": result.seccomp,
@@ -439,12 +440,15 @@ def _distribution(sheet: dict, lang: str = "en") -> RenderableType:
 def common_misconceptions(sheet: dict, top: int | None = TOP_MISCONCEPTIONS) -> list[tuple[str, str, int]]:
     """(kata, misconception id, students whose file it explains), commonest first (the `top` ones; None: all)."""
     counts = Counter(
-        (slug, entry["diagnosis"])
-        for row in sheet["students"].values()
-        for slug, entry in row.items()
-        if entry.get("diagnosis")
+        (slug, named) for row in sheet["students"].values() for slug, entry in row.items() for named in named_in(entry)
     )
     return [(slug, item, count) for (slug, item), count in counts.most_common(top)]
+
+
+def named_in(entry: dict) -> list[str]:
+    """The misconceptions a grade sheet entry names: each located TODO's ("diagnoses"), else its "diagnosis"."""
+    named = [d["misconception"] for d in entry.get("diagnoses") or [] if d.get("misconception")]
+    return list(dict.fromkeys(named)) or ([entry["diagnosis"]] if entry.get("diagnosis") else [])
 
 
 def _misconception_table(sheet: dict, lang: str) -> Table | None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from grader.classroom.feedback import unit_label
-from grader.classroom.gradesheet import HISTOGRAM_BINS, common_misconceptions, score_histogram, student_mean
+from grader.classroom.gradesheet import HISTOGRAM_BINS, common_misconceptions, named_in, score_histogram, student_mean
 from grader.classroom.names import file_name
 from grader.content.catalogue import get_kata, localized
 from grader.content.i18n import joined, phrase
@@ -300,12 +300,12 @@ def _title(slug: str, item: str, lang: str) -> str:
 
 
 def misconception_students(sheet: dict) -> dict[tuple[str, str], list[str]]:
-    """{(slug, misconception id): the students whose file it explains (the entry's diagnosis)}."""
+    """{(slug, misconception id): the students whose file it explains (the entry's diagnoses)}."""
     found: dict[tuple[str, str], list[str]] = {}
     for student, row in sheet["students"].items():
         for slug, entry in row.items():
-            if entry.get("diagnosis"):
-                found.setdefault((slug, entry["diagnosis"]), []).append(student)
+            for named in named_in(entry):
+                found.setdefault((slug, named), []).append(student)
     return found
 
 

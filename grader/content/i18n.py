@@ -76,6 +76,16 @@ PHRASES = {
         "colon": ": ",
         "comma": ", ",
         "more_lines": "... ({n} more lines)",
+        "likely_in": "Likely misconception in TODO {todo}",
+        "seen_alone": "(fits {n} failed checks with the reference's code in your other TODOs)",
+        "seen_alone_one": "(fits 1 failed check with the reference's code in your other TODOs)",
+        "unknown_in": "TODO {todo}: not a known mistake: none of its known mistakes fails these checks the same way.",
+        "located_passing": "Your TODO {todo} passes its own checks, but with only your other located TODOs replaced"
+        " some checks still fail: it differs from the reference too.",
+        "located_names": "Your code does not assign the names the guidance hands on from a TODO to the code after it"
+        " ({names}): no TODO can be swapped for the reference's alone, so the failing checks' TODOs locate the"
+        " mistake instead.",
+        "name_in": "`{name}` in TODO {todo}",
     },
     "zh": {
         "whole": "整个函数",
@@ -121,6 +131,13 @@ PHRASES = {
         "colon": "：",
         "comma": "、",
         "more_lines": "……（另有 {n} 行）",
+        "likely_in": "TODO {todo} 可能的误区",
+        "seen_alone": "（其余 TODO 换成参考答案的代码后，与 {n} 项失败检查相符）",
+        "unknown_in": "TODO {todo}：不是已知的错误：它的已知误区都不会让这些检查以同样方式失败。",
+        "located_passing": "你的 TODO {todo} 通过了它自己的检查，但只替换你其余被定位的 TODO 时仍有检查失败：它也与参考答案不同。",
+        "located_names": "你的代码没有给出练习说明要求从一个 TODO 传给后面代码的变量名（{names}）："
+        "无法单独把某个 TODO 换成参考答案的代码，因此改按失败检查所属的 TODO 定位。",
+        "name_in": "TODO {todo} 中的 `{name}`",
     },
 }
 

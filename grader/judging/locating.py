@@ -1,12 +1,14 @@
 """Locating a mistake: grading hybrids of a failing file and the reference (the search itself is
-grader.judging.localise).
+grader.judging.localise), and, when several TODOs are located, how the hybrid with the reference's
+code in every other TODO fails the file's failed checks (`failures`: what naming needs to name each
+TODO's mistake alone, grader.judging.session).
 
 A hybrid is learner code: it gets a box of its own forked from the warm process (grader.judging.boxes),
 every check of it runs in a fresh contestant in a world of its own, and only whether it passes is kept. Nothing else of it leaves its
 contestant: what it prints, raises, writes or returns is dropped with it, and it never changes a
 fingerprint, a result or the file's own feedback. Whether it passes and how long it takes remain
-(a side channel, documented in the README); neither changes a grade (points come from the file's
-own checks only).
+(a side channel, documented in the README), and which known misconceptions fail a check as it does
+(naming, within the judge); none changes a grade (points come from the file's own checks only).
 """
 
 import os
@@ -47,6 +49,34 @@ class Locator:
         if self.solution is None:
             return Location(tuple(tagged), "tags", localise.TAGS_PACK)
         return localise.locate(source, self.solution, tagged, self._first_passing)
+
+    def failures(self, source: str, items: list[pytest.Item]) -> list[tuple[pytest.Item, Exception]]:
+        """How the hybrid `source` fails each of `items` (each in a fresh contestant, one box), within the
+        search's time: the checks that pass, crash, stop or run out of time are left out."""
+        try:
+            box = self.boxes.box()
+        except Stopped:
+            return []
+        failed = []
+        try:
+            for item in items:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    break
+                contestant = None
+                try:
+                    contestant = self.boxes.learner(source, "<hybrid>", min(self.timeout, left), set(), box)
+                    run_check(item, contestant, self.reference)
+                except Exception as error:
+                    failed.append((item, error))
+                except (Stopped, KnownHang, pytest.fail.Exception):
+                    continue
+                finally:
+                    if contestant is not None:
+                        contestant.close()
+        finally:
+            box.close()
+        return failed
 
     def _first_passing(self, sources: list[str]) -> int | None:
         """The index of the first hybrid, in order, that passes every check; graded a few at a time."""

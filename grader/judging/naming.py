@@ -10,11 +10,12 @@ kept for the file's later checks. Only this judge writes the fingerprint store.
 A student pack has no variant: `PackedNaming` names from how each variant's run of each check
 ended where the pack was built (katas/SLUG/fingerprints.json: {language: {check name: {variant:
 [status, message] or None}}}), compared with how the file's run ended: in the same words, the numbers to 3 significant figures.
+
+Either way a variant fails a check as the file does when the two failures differ only in how equal
+values are printed (grader.judging.fingerprints.same_failure).
 """
 
 import json
-import math
-import re
 import time
 
 import pytest
@@ -23,7 +24,7 @@ from grader.content.catalogue import Kata
 from grader.content.i18n import message_language
 from grader.judging import outcomes
 from grader.judging.boxes import Boxes
-from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint
+from grader.judging.fingerprints import MISSING, Fingerprints, fingerprint, same_failure, same_words
 from grader.judging.items import run_check
 from grader.run.judge import Contestant, KnownHang, Stopped, Zygote
 
@@ -37,7 +38,8 @@ class Naming:
         self.contestants: dict[str, tuple[Zygote, Contestant]] = {}  # variant -> its box and contestant
 
     def failing_alike(self, item: pytest.Item, failure: BaseException, deadline: float) -> list[str]:
-        """The variants whose run of this check raises the same kind of error with the same message;
+        """The variants whose run of this check raises the same kind of error with the same message (but
+        for how equal values are printed);
         variants not yet fingerprinted are run until `deadline` (naming never costs a timeout)."""
         wanted = fingerprint(failure)
         matches = []
@@ -57,7 +59,7 @@ class Naming:
                 except (Stopped, KnownHang):  # it did not end in time: neither a match nor remembered
                     continue
                 self.fingerprints.put(item.nodeid, misconception_id, known)
-            if known == wanted:
+            if same_failure(known, wanted):
                 matches.append(misconception_id)
         return matches
 
@@ -101,7 +103,8 @@ class PackedNaming:
 
     def failing_alike(self, item: pytest.Item, failure: BaseException, deadline: float) -> list[str]:
         """The variants whose recorded run of this check ended as `failure` ends it: the same status,
-        the same words, the same numbers to 3 significant figures (another CPU rounds in the last digits)."""
+        the same words, the same numbers to 3 significant figures (another CPU rounds in the last digits)
+        (grader.judging.fingerprints.same_words)."""
         outcome = outcomes.from_exception(failure, self.timeout)
         recorded = self.table.get(message_language(), {}).get(item.name, {})
         return [
@@ -112,17 +115,3 @@ class PackedNaming:
 
     def close(self) -> None:
         return None
-
-
-NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
-
-def same_words(recorded: str, message: str) -> bool:
-    """`message` is `recorded` but for numbers that agree to 3 significant figures (or within 1e-6)."""
-    words, numbers = NUMBER.split(recorded), NUMBER.findall(recorded)
-    if NUMBER.split(message) != words:
-        return False
-    return all(
-        math.isclose(float(a), float(b), rel_tol=1e-3, abs_tol=1e-6)
-        for a, b in zip(numbers, NUMBER.findall(message), strict=True)
-    )

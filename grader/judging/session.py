@@ -11,7 +11,11 @@ The session ties the jobs together:
 - `annotate` classifies a failure and names the misconceptions that fail the check in exactly the
   same way (grader.judging.naming);
 - `locate()`, after the file's own checks, grades hybrids of the file and the reference to find
-  the TODOs that hold its mistake (grader.judging.locating); only whether each passes is kept.
+  the TODOs that hold its mistake (grader.judging.locating); only whether each passes is kept. Then
+  each located TODO gets its own diagnosis (GradeResult.diagnoses): the misconception of that TODO
+  that fits the most of the file's failed checks; where none does and several TODOs are located,
+  the hybrid with the reference's code in every other TODO (that TODO's mistake alone) is run on
+  the file's failed checks of that TODO and of the whole function, and named the same way.
 
 With `every_language` (`kata grade`: a stored result, shown later in any language) each failed
 check's message, and the load error, is also given in every other language (CheckResult.messages,
@@ -23,6 +27,7 @@ message stands for it too). Naming, fingerprints, outputs and the verdict are th
 """
 
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -33,6 +38,7 @@ from _pytest.runner import runtestprotocol
 from grader.content import seeds
 from grader.content.catalogue import Kata
 from grader.content.i18n import PHRASES, in_each, message_language, say, speaking
+from grader.content.render import transplant
 from grader.judging import outcomes
 from grader.judging.boxes import Boxes
 from grader.judging.expect import MissingFunction
@@ -42,7 +48,7 @@ from grader.judging.locating import Locator, default_parallel
 from grader.judging.naming import Naming, PackedNaming
 from grader.judging.recorded import Book, Recorder, Replay
 from grader.judging.targets import load_module, target_source
-from grader.report.results import CheckResult, GradeResult, Location
+from grader.report.results import CheckResult, Diagnosis, GradeResult, Location
 from grader.run.arena import Arena
 from grader.run.judge import Contestant, KnownHang, Stopped
 from grader.run.limits import NO_LIMITS, Limits
@@ -89,6 +95,7 @@ class KataSession:
         self.results: list[CheckResult] = []
         self.ran: list[tuple[pytest.Item, bool]] = []  # each check run, and whether it passed
         self.location: Location | None = None
+        self.diagnoses: list[Diagnosis] = []  # one per located TODO written (see the module docstring)
         self.hung: set[str] = set()  # learner functions that already ran out of time
         self.spare: Contestant | None = None  # the probe's contestant, for the first check
         self.outputs: dict[str, str] = {}  # nodeid -> what the learner's code printed in that check
@@ -257,6 +264,7 @@ class KataSession:
         result = GradeResult(
             self.kata.slug, str(self.spec), self.results, self.load_error, self.against, self.boxes.sandboxed,
             self.location, seccomp=self.boxes.seccomp is True, load_errors=self.load_errors,
+            diagnoses=self.diagnoses,
         )  # fmt: skip
         result.settle_misconceptions()
         return result
@@ -294,6 +302,38 @@ class KataSession:
             todo_of_misconception = {item.id: item.todo for item in self.kata.misconceptions}
             for result in self.results:  # a misconception of another TODO cannot be this mistake
                 result.matches = [m for m in result.matches if todo_of_misconception[m] in self.location.todos]
+        self.diagnoses = self._diagnose()
+
+    def _diagnose(self) -> list[Diagnosis]:
+        """A diagnosis for each located TODO that is written (see the module docstring)."""
+        location = self.location
+        if location is None or self.load_error:
+            return []
+        todo_of_misconception = {item.id: item.todo for item in self.kata.misconceptions}
+        blank = {result.unwritten for result in self.results} - {None}
+        diagnoses = []
+        for todo in [todo for todo in location.todos if todo not in blank]:
+            counts = Counter(m for r in self.results for m in r.matches if todo_of_misconception.get(m) == todo)
+            alone = not counts and len(location.todos) > 1 and location.method == "transplant"
+            if alone:
+                counts = self._named_alone(todo, todo_of_misconception)
+            named, checks = counts.most_common(1)[0] if counts else (None, 0)
+            diagnoses.append(Diagnosis(todo, named, checks, alone and named is not None))
+        return diagnoses
+
+    def _named_alone(self, todo: int, todo_of_misconception: dict[str, int]) -> Counter:
+        """How often each misconception of `todo` fits a failure of the hybrid holding the file's code
+        of `todo` only (the reference's in every other TODO), on the file's failed checks of `todo` and
+        of the whole function; within the locator's time."""
+        others = {number.number for number in self.kata.todos} - {todo}
+        source = transplant(self.source, self.kata.solution(), others)
+        items = [item for item, passed in self.ran if not passed and todo_of(item) in (todo, None)]
+        counts: Counter = Counter()
+        for item, error in self.locator.failures(source, items):
+            if _fingerprintable(error):
+                matches = self.naming.failing_alike(item, error, self.locator.deadline)
+                counts.update(m for m in matches if todo_of_misconception.get(m) == todo)
+        return counts
 
 
 def _fingerprintable(error: BaseException) -> bool:

@@ -50,16 +50,40 @@ class Location:
 
     todos: tuple[int, ...]  # the TODOs; () when the difference is outside them
     method: str  # "transplant", "tags" (the fallback) or "outside_todos"
-    note: str = ""  # with "tags": why hybrids were not used ("markers" or "time")
+    note: str = ""  # with "tags": why hybrids were not used ("markers", "time", "pack" or "names")
+    names: tuple[tuple[int, str], ...] = ()  # with note "names": (TODO, the name its guidance hands on, not assigned)
 
     def to_json(self) -> dict:
-        return {"todos": list(self.todos), "method": self.method} | ({"note": self.note} if self.note else {})
+        data = {"todos": list(self.todos), "method": self.method} | ({"note": self.note} if self.note else {})
+        return data | ({"names": [list(pair) for pair in self.names]} if self.names else {})
 
     @classmethod
     def from_json(cls, data: dict | None) -> "Location | None":
         if not isinstance(data, dict):
             return None
-        return cls(tuple(int(todo) for todo in data.get("todos", [])), str(data["method"]), str(data.get("note", "")))
+        names = tuple((int(todo), inert(str(name))) for todo, name in data.get("names", []))
+        todos = tuple(int(todo) for todo in data.get("todos", []))
+        return cls(todos, str(data["method"]), str(data.get("note", "")), names)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The mistake of one located TODO (grader.judging.session): that TODO's misconception that fits the
+    most failed checks, None when none does (not a known mistake)."""
+
+    todo: int
+    misconception: str | None
+    checks: int = 0  # the failed checks it fits
+    alone: bool = False  # named from the hybrid with the reference's code in every other TODO
+
+    def to_json(self) -> dict:
+        return {"todo": self.todo, "misconception": self.misconception, "checks": self.checks, "alone": self.alone}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Diagnosis":
+        named = data.get("misconception")
+        return cls(int(data["todo"]), None if named is None else str(named), int(data.get("checks", 0)),
+                   data.get("alone") is True)  # fmt: skip
 
 
 @dataclass
@@ -73,6 +97,7 @@ class GradeResult:
     location: Location | None = None  # where a failing file differs from the reference; None if it passes
     seccomp: bool = False  # whether every contestant ran under the seccomp filter (grader.run.privileges)
     load_errors: dict[str, str] = field(default_factory=dict)  # {lang: load error} in every language, or {}
+    diagnoses: list[Diagnosis] = field(default_factory=list)  # one per located TODO written, in order
 
     def __post_init__(self):
         """Make inert the load error (the file's exception and prints) and the target (a path it was given)."""
@@ -112,17 +137,30 @@ class GradeResult:
         return self.failing_todos
 
     @property
+    def next_todo(self) -> int | None:
+        """The TODO to fix first: the first of `todos_to_fix` with a failing check of its own, else the first."""
+        todos = self.todos_to_fix
+        return next((todo for todo in todos if todo in self.failing_todos), todos[0] if todos else None)
+
+    @property
     def diagnosis(self) -> str | None:
-        """The misconception that explains the most failed checks, if any explains one."""
+        """The headline misconception: the diagnosis of the TODO to fix first where it has one (`diagnoses`),
+        else the misconception that explains the most failed checks, if any explains one."""
+        own = [d.misconception for d in self.diagnoses if d.todo == self.next_todo]
+        if own:
+            return own[0]
         counts = Counter(match for check in self.checks for match in check.matches)
         return counts.most_common(1)[0][0] if counts else None
 
     def settle_misconceptions(self) -> None:
-        """Give each failed check one misconception: the overall diagnosis when it fits, else its first match."""
-        diagnosis = self.diagnosis
+        """Give each failed check one misconception: its TODO's diagnosis when it fits, else the headline
+        diagnosis when it fits, else another located TODO's, else its first match."""
+        named = [self.diagnosis] + [d.misconception for d in self.diagnoses]
         for check in self.checks:
-            if check.matches:
-                check.misconception = diagnosis if diagnosis in check.matches else check.matches[0]
+            own = [d.misconception for d in self.diagnoses if d.todo == check.todo]
+            check.misconception = next((m for m in own + named if m and m in check.matches), None)
+            if check.matches and check.misconception is None:
+                check.misconception = check.matches[0]
 
     def to_json(self) -> dict:
         checks = [{key: value for key, value in asdict(check).items() if key != "matches"} for check in self.checks]
@@ -138,6 +176,7 @@ class GradeResult:
             "load_error": self.load_error,
             "diagnosis": self.diagnosis,
             "location": self.location.to_json() if self.location else None,
+            "diagnoses": [diagnosis.to_json() for diagnosis in self.diagnoses],
             "load_errors": self.load_errors,
             "checks": checks,
             "matches": {check.name: check.matches for check in self.checks if check.matches},
@@ -157,4 +196,5 @@ class GradeResult:
             Location.from_json(data.get("location")),
             data.get("seccomp") is True,
             dict(data.get("load_errors") or {}),
+            [Diagnosis.from_json(item) for item in data.get("diagnoses") or []],
         )

@@ -4,6 +4,11 @@ Checks are grouped by TODO. A TODO whose checks all pass is one line; a failing 
 message (the call, expected, got, largest difference and where), what the code printed, and
 the misconception it fits. The report ends with what to do next and the plain summary line.
 
+When several TODOs are located, each gets its own diagnosis (GradeResult.diagnoses: a misconception,
+or not a known mistake), in order; the headline diagnosis and `Next:` are those of the same TODO
+(GradeResult.next_todo), one with failing checks of its own. A located TODO whose checks all pass is
+said to be proven by the transplant (the others replaced without it still fail).
+
 A `graded` report (`kata grade`, Gradescope: feedback on work handed in) tells each misconception
 by its graded title and explanation, which say what went wrong and never the corrected code, and
 its next step never points to `kata solution`; otherwise it is the report of `kata check`.
@@ -20,7 +25,7 @@ from rich.text import Text
 from grader.content.catalogue import Kata, in_pack, localized
 from grader.content.i18n import joined, phrase
 from grader.oracles.against import TRL_VERSION
-from grader.report.results import CheckResult, GradeResult
+from grader.report.results import CheckResult, Diagnosis, GradeResult
 from grader.report.styles import SYMBOL, Prose, Trimmed
 
 SHAPE_ONLY = ("tensor of shape", "张量，形状")  # a tensor shown by shape only (grader.judging.expect.shape_only)
@@ -58,7 +63,9 @@ def build_report(
     else:
         for todo, checks in _by_todo(result.checks):
             parts += _todo_section(todo, checks, kata, lang, None if verbose else DETAILED, result.diagnosis, graded)
-        if result.diagnosis:
+        if len(result.diagnoses) > 1:
+            parts += _diagnoses(result, kata, lang, graded)
+        elif result.diagnosis:
             parts += _diagnosis(result, kata, lang, graded)
     parts += _location(result, lang)
     parts += [Prose(_next_step(result, kata, lang, graded), "next"), Text(summary_line(result))]
@@ -73,7 +80,9 @@ def build_unit_report(
     where the mistake lies when that is in `unit` (or, for the whole function, anywhere)."""
     checks = dict(_by_todo(result.checks)).get(unit, [])
     parts: list[RenderableType] = _todo_section(unit, checks, kata, lang, DETAILED, result.diagnosis, graded)
-    if result.diagnosis and kata.misconception(result.diagnosis).todo == unit:
+    if len(result.diagnoses) > 1:
+        parts += [line for d in result.diagnoses if d.todo == unit for line in _one_diagnosis(d, kata, lang, graded)]
+    elif result.diagnosis and kata.misconception(result.diagnosis).todo == unit:
         parts += _diagnosis(result, kata, lang, graded)
     location = result.location
     if location is not None and (unit in location.todos or (unit == "whole" and location.method == "outside_todos")):
@@ -212,6 +221,23 @@ def _diagnosis(result: GradeResult, kata: Kata, lang: str, graded: bool = False)
     ]
 
 
+def _diagnoses(result: GradeResult, kata: Kata, lang: str, graded: bool = False) -> list[RenderableType]:
+    """Each located TODO's diagnosis, in order: its misconception and explanation, or not a known mistake."""
+    return [line for diagnosis in result.diagnoses for line in _one_diagnosis(diagnosis, kata, lang, graded)]
+
+
+def _one_diagnosis(diagnosis: Diagnosis, kata: Kata, lang: str, graded: bool) -> list[RenderableType]:
+    if diagnosis.misconception is None:
+        return [Prose(phrase(lang, "unknown_in", todo=diagnosis.todo), "muted"), Text()]
+    item = kata.misconception(diagnosis.misconception)
+    seen = phrase(lang, "seen_alone" if diagnosis.alone else "seen_in", n=diagnosis.checks)
+    title = f"⚑ {phrase(lang, 'likely_in', todo=diagnosis.todo)}{phrase(lang, 'colon')}{item.title_in(lang, graded)}"
+    return [
+        Prose(Text.assemble((title, "misconception"), (f"  {seen}", "muted"))),
+        _pad(Prose(item.explanation_in(lang, graded)), (0, 0, 1, 2)),
+    ]
+
+
 def _location(result: GradeResult, lang: str) -> list[RenderableType]:
     """Where the mistake lies (one line), and "not a known mistake" when no misconception fits it.
 
@@ -222,7 +248,10 @@ def _location(result: GradeResult, lang: str) -> list[RenderableType]:
     quiet = location is not None and (location.method == "transplant" or location.note == "pack")
     if location is None or (quiet and None not in blank):  # a pack's TODOs only repeat what the sections say
         return []
-    if location.method == "tags":
+    if location.method == "tags" and location.names:
+        names = [phrase(lang, "name_in", name=name, todo=todo) for todo, name in location.names]
+        line = phrase(lang, "located_names", names=phrase(lang, "comma").join(names))
+    elif location.method == "tags":
         line = phrase(lang, f"located_{location.note or 'markers'}")
     elif location.method == "outside_todos":
         line = phrase(lang, "located_outside")
@@ -232,7 +261,11 @@ def _location(result: GradeResult, lang: str) -> list[RenderableType]:
         *rest, last = location.todos
         line = phrase(lang, "located_many", todos=f"{joined(lang, rest)} {phrase(lang, 'and')} {last}")
     lines: list[RenderableType] = [Prose(f"⌖ {line}", "next")]
-    if not result.diagnosis and not result.load_error and blank == {None}:
+    if location.method == "transplant" and len(location.todos) > 1:  # a TODO none of whose checks fail
+        checked = {check.todo for check in result.checks}
+        passing = [todo for todo in location.todos if todo in checked - set(result.failing_todos) - blank]
+        lines += [Prose(phrase(lang, "located_passing", todo=todo), "muted") for todo in passing]
+    if not result.diagnosis and len(result.diagnoses) < 2 and not result.load_error and blank == {None}:
         lines.append(Prose(phrase(lang, "unknown_mistake"), "muted"))
     return [*lines, Text()]
 
@@ -242,8 +275,8 @@ def _next_step(result: GradeResult, kata: Kata, lang: str, graded: bool = False)
         return phrase(lang, "next_load", slug=kata.slug)
     if result.location is not None and result.location.method == "outside_todos":
         return phrase(lang, "next_outside", slug=kata.slug)
-    if result.todos_to_fix:
-        return phrase(lang, "next_fix", todo=result.todos_to_fix[0], slug=kata.slug)
+    if result.next_todo is not None:
+        return phrase(lang, "next_fix", todo=result.next_todo, slug=kata.slug)
     if result.failed:
         return phrase(lang, "next_fix", todo=kata.todos[-1].number, slug=kata.slug)
     if graded:  # feedback on work handed in: nothing to compare with
