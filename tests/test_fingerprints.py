@@ -100,3 +100,22 @@ def test_a_pack_names_a_mistake_whose_numbers_differ_in_the_last_digits():
     assert not same_words(recorded, recorded.replace("index 1", "index 2"))
     assert not same_words(recorded, recorded.replace("expected", "wanted"))
     assert not same_words(recorded, recorded + " 3")
+
+
+def test_two_failures_printed_differently_but_equal_are_the_same_failure():
+    """Issue 31: -0 and 0, noise below the checks' tolerance, the blanks that align a table's columns and
+    a dict's order are how a value is printed, not how a check failed; another value or word is not."""
+    from grader.judging.fingerprints import same_failure
+
+    table = "   index      expected           got\n     [6]             0             0\n  >  [8]            -1            -2"
+    failure = ["AssertionError", table]
+    assert same_failure(failure, ["AssertionError", table.replace("             0\n", "            -0\n")])
+    assert same_failure(["AssertionError", "got 0.5, expected 1"], ["AssertionError", "got 0.5000001, expected 1"])
+    assert same_failure(
+        ["AssertionError", "got {'a': 1, 'b': [2, 3]}"], ["AssertionError", "got {'b': [2, 3], 'a': 1}"]
+    )
+    assert not same_failure(failure, ["AssertionError", table.replace("-2", "-3")])
+    assert not same_failure(failure, ["builtins.ValueError", table])
+    assert not same_failure(["AssertionError", "at index 1000"], ["AssertionError", "at index 1001"])
+    assert not same_failure(["AssertionError", "got {'a': 1}"], ["AssertionError", "got {'a': 2}"])
+    assert same_failure(None, None) and not same_failure(None, failure)

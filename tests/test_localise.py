@@ -37,6 +37,15 @@ def test_candidates_come_in_waves_singles_then_pairs_then_all():
     assert localise.candidate_sets([1, 2], set()) == [[(1,), (2,)], [(1, 2)]]
 
 
+def test_every_size_of_set_is_tried_those_the_checks_point_to_first():
+    """Issue 31: triples too (with TODOs 2, 3 and 4 wrong, not every TODO), and within a size the sets
+    holding more of the failing checks' TODOs first."""
+    waves = localise.candidate_sets([1, 2, 3, 4], set(), [2, 3, 4])
+    assert [len(wave[0]) for wave in waves] == [1, 2, 3, 4]
+    assert waves[2] == [(2, 3, 4), (1, 2, 3), (1, 2, 4), (1, 3, 4)]
+    assert waves[0] == [(2,), (3,), (4,), (1,)]
+
+
 def test_unwritten_todos_belong_to_every_candidate():
     assert localise.candidate_sets([1, 2, 3], {2}) == [[(2,)], [(1, 2), (2, 3)], [(1, 2, 3)]]
     assert localise.candidate_sets([1, 2], {1, 2}) == [[(1, 2)]]
@@ -68,12 +77,42 @@ def test_without_the_exercises_markers_the_tags_locate_it(markers):
     assert localise.locate(wrong, KATA.solution(), [2, 3], passing_when(set())) == Location((2, 3), "tags", "markers")
 
 
+def test_three_wrong_todos_are_located_in_those_three():
+    wrong = edited(("torch.exp(log_probs_new - log_probs_old.detach())", "torch.exp(log_probs_new)"), MAX_FOR_MIN,
+                   MASK_IGNORED)  # fmt: skip
+    lines = {2: "log_probs_old.detach())", 3: MAX_FOR_MIN[0], 4: MASK_IGNORED[0]}
+
+    def first_passing(sources):
+        passing = [all(line in source for line in lines.values()) for source in sources]
+        return passing.index(True) if True in passing else None
+
+    assert localise.locate(wrong, KATA.solution(), [2, 3, 4], first_passing) == Location((2, 3, 4), "transplant")
+
+
+RENAMED = CORRECT.replace("per_token_loss", "loss_tok")  # TODO 3 and TODO 4 agree on another name
+
+
+def test_a_name_the_guidance_hands_on_but_not_assigned_locates_by_the_tags_and_is_said():
+    """Issue 31: `loss_tok` for `per_token_loss` makes every hybrid that replaces TODO 3 or TODO 4 alone
+    fail at the seam: the failing checks' TODOs locate, and the location names what the guidance expects."""
+    wrong = edited(MAX_FOR_MIN, text=RENAMED)
+    location = localise.locate(wrong, KATA.solution(), [3], passing_when({3, 4}))
+    assert location == Location((3,), "tags", "names", ((3, "per_token_loss"),))
+    assert location.to_json()["names"] == [[3, "per_token_loss"]]
+    assert Location.from_json(location.to_json()) == location
+    assert localise.locate(edited(MAX_FOR_MIN), KATA.solution(), [3], passing_when(set())) == Location(
+        (3,), "transplant"
+    )
+
+
 def test_out_of_time_falls_back_to_the_tags():
     def out_of_time(sources):
         raise localise.OutOfTime
 
     assert localise.locate(edited(MAX_FOR_MIN), KATA.solution(), [2], out_of_time) == Location((2,), "tags", "time")
 
+
+VARIANTS = ("old_not_detached", "max_instead_of_min", "mask_ignored")  # TODOs 2, 3 and 4
 
 # -- learner files, graded as kata grade grades a class ------------------------------------------
 
@@ -93,6 +132,8 @@ FILES = {
     "blank": KATA.template(),
     "syntax_error_in_todo_2": edited(("clipped_ratio = ratio.clamp(", "clipped_ratio = ratio.clamp((")),
     "leaves_a_trace": LEAVES_A_TRACE,
+    "three_todos": edited(*[(KATA.misconception(m).find, KATA.misconception(m).replace) for m in VARIANTS]),
+    "renamed": edited(MAX_FOR_MIN, text=RENAMED),
 }
 
 
@@ -116,6 +157,24 @@ def located(tmp_path_factory, grade_as_a_class):
 def test_a_files_mistake_is_located(located, name, location):
     assert located[name].location == location
     assert (located[name].failed == 0) == (location is None)
+
+
+def test_three_wrong_todos_each_get_their_own_diagnosis(located):
+    """Issue 31: located in exactly TODOs 2, 3 and 4, each named (TODO 2's from its mistake alone: the
+    file's gradient check prints another value with TODOs 3 and 4 wrong too); the headline, `Next:` and
+    the JSON agree."""
+    result = located["three_todos"]
+    assert result.location == Location((2, 3, 4), "transplant")
+    named = [(d.todo, d.misconception) for d in result.diagnoses]
+    assert named == list(zip((2, 3, 4), VARIANTS, strict=True))
+    assert result.next_todo == 2 and result.diagnosis == "old_not_detached"
+    assert [d["todo"] for d in result.to_json()["diagnoses"]] == [2, 3, 4]
+
+
+def test_a_renamed_variable_is_located_by_the_checks_tags(located):
+    result = located["renamed"]
+    assert result.location == Location((3,), "tags", "names", ((3, "per_token_loss"),))
+    assert result.diagnosis == "max_instead_of_min"
 
 
 def test_without_the_markers_the_failing_checks_tags_locate_it(located):
