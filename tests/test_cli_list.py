@@ -9,7 +9,8 @@ from cli_support import CJK, all_slugs, kata_script, list_blocks, list_json, lis
 from rich.console import Console
 
 from grader.cli.listing import _width as cells
-from grader.cli.listing import build_listing, plain_listing
+from grader.cli.listing import _cells, build_listing, plain_listing
+from grader.cli.workspace import Workspace
 from grader.content.catalogue import DIFFICULTIES, all_katas, get_kata
 from grader.report.styles import THEME
 
@@ -70,6 +71,35 @@ def test_on_a_terminal_the_table_keeps_every_slug_whole_and_fits_the_width(kata_
         assert re.search(rf"^ *{kata_.order}  {kata_.slug} ", text, flags=re.MULTILINE), text
     assert all(cells(line) <= width for line in text.splitlines())
     assert "…" not in text and text.splitlines()[-1] == f"Next: kata start {all_slugs()[0]}"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("width", [72, 80, 100])
+def test_the_table_never_cuts_a_word_of_a_status_with_drill_scores_or_a_slug(kata_main, workspace, width, lang):
+    record_check(workspace, "concepts", 5, 0, [])
+    assert kata_main("start", "token_logprobs", "--workspace", workspace).status == 0
+    record_check(workspace, "token_logprobs", 20, 6, [1])
+    scores = {"easy": {"right": 5, "blanks": 6}, "hard": {"right": 9, "blanks": 20}}
+    Workspace(workspace).update("concepts", drill=scores)
+    Workspace(workspace).update("token_logprobs", drill=scores)
+    listing = list_json(kata_main, workspace, "--lang", lang)
+    console = Console(file=io.StringIO(), width=width, force_terminal=True, theme=THEME)
+    console.print(build_listing(listing, lang))
+    text = ANSI.sub("", console.file.getvalue())
+
+    words = set(text.replace("、", " ").split())
+    for row in listing["katas"]:
+        status = _cells(row, lang)[5]
+        assert set(status.replace("、", " ").split()) <= words, (status, text)
+        assert set(row["prerequisites"]) <= words, text
+    if lang == "en":  # the status column, read down each row, is the status whole
+        lines = text.splitlines()
+        column = lines[0].index("status")
+        starts = [i for i, line in enumerate(lines) if re.match(r"^ *\d+  [a-z_]+ ", line)] + [len(lines)]
+        for row, start, end in zip(listing["katas"], starts, starts[1:]):
+            shown = " ".join(line[column:].strip() for line in lines[start:end] if line[column:].strip())
+            assert shown == _cells(row, lang)[5], text
+    assert all(cells(line) <= width for line in text.splitlines())
 
 
 def test_a_terminal_narrower_than_the_table_gets_the_plain_blocks(kata_main, workspace):

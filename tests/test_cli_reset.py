@@ -58,3 +58,16 @@ def test_reset_forgets_the_last_check(kata_main, workspace):
     first = get_kata("grpo_loss").todos[0].number
     assert first != 3
     assert kata_main("hint", "grpo_loss", "--workspace", workspace).out.startswith(f"TODO {first}  ")
+
+
+def test_after_a_reset_the_list_says_in_progress_and_the_solution_stays_unlocked(kata_main, workspace):
+    assert kata_main("start", "group_advantages", "--workspace", workspace).status == 0
+    record_check(workspace, "group_advantages", 7, 0, [])
+    assert list_rows(kata_main, workspace)["group_advantages"]["status"] == "passed"
+
+    assert kata_main("reset", "group_advantages", "--workspace", workspace).status == 0
+
+    assert list_rows(kata_main, workspace)["group_advantages"]["status"] == "in progress"
+    assert kata_main("solution", "group_advantages", "--workspace", workspace).status == 0
+    record_check(workspace, "group_advantages", 7, 0, [])
+    assert list_rows(kata_main, workspace)["group_advantages"]["status"] == "passed"

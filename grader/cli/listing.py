@@ -85,7 +85,7 @@ def _footer(listing: dict, lang: str = "en") -> str:
 
 
 WIDTH = 80  # the plain listing's lines
-TABLE_WIDTH = 72  # narrower terminals get the blocks: the table's title column would be a few words wide
+TABLE_WIDTH = 72  # narrower terminals get the blocks (so do those where the table's columns cannot fit)
 
 
 def plain_listing(listing: dict, width: int = WIDTH, lang: str = "en") -> str:
@@ -137,30 +137,72 @@ class _Listing:
     def __rich_console__(self, console, options):
         from rich.text import Text
 
-        if options.max_width < TABLE_WIDTH:
+        if options.max_width < TABLE_WIDTH or not _column_widths(self.listing, self.lang, options.max_width)["fits"]:
             yield Text(plain_listing(self.listing, options.max_width, self.lang))
             return
-        yield _table(self.listing, self.lang)
+        yield _table(self.listing, self.lang, options.max_width)
         yield Text()
         yield Text(_footer(self.listing, self.lang), style="next")
 
 
-def _table(listing: dict, lang: str = "en"):
-    """#, kata (never wrapped), title (with 'after' beneath it, dim), difficulty and status."""
+def _table(listing: dict, lang: str = "en", width: int = 200):
+    """#, kata (never wrapped), title (with 'after' beneath it, dim), difficulty and status.
+
+    The widths are set here: the title gets what the other columns leave (at least a slug and
+    "after "), the status is wrapped between its words and 'after' between its slugs, so that
+    rich never cuts a word (its own wrapping of a squeezed column did: "easy" became "ea").
+    """
     from rich.table import Table
     from rich.text import Text
 
-    slugs = max((len(row["slug"]) for row in listing["katas"]), default=4)
+    widths = _column_widths(listing, lang, width)
     table = Table(box=None, pad_edge=False, header_style="title")
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column(phrase(lang, "col_kata"), no_wrap=True, min_width=slugs)
-    table.add_column(phrase(lang, "col_title"), ratio=1, min_width=slugs + len("after "), overflow="fold")
+    table.add_column(phrase(lang, "col_kata"), no_wrap=True, min_width=widths["kata"])
+    table.add_column(phrase(lang, "col_title"), width=widths["title"], overflow="fold")
     table.add_column(phrase(lang, "col_difficulty"), no_wrap=True)
-    table.add_column(phrase(lang, "col_status"), min_width=len("in progress"), overflow="fold")
+    table.add_column(phrase(lang, "col_status"), no_wrap=True, width=widths["status"])
     for row in listing["katas"]:
         number, slug, title, difficulty, after, status = _cells(row, lang)
         cell = Text(title)
         if row["prerequisites"]:
-            cell.append("\n" + phrase(lang, "after", after=after), style="muted")
-        table.add_row(number, slug, cell, difficulty, Text(status, style=STATUS_STYLE[row["status"]]))
+            below = _break_between(phrase(lang, "after", after=after), widths["title"])
+            cell.append("\n" + "\n".join(below), style="muted")
+        lines = "\n".join(_break_between(status, widths["status"]))
+        table.add_row(number, slug, cell, difficulty, Text(lines, style=STATUS_STYLE[row["status"]]))
     return table
+
+
+def _column_widths(listing: dict, lang: str, width: int) -> dict[str, int]:
+    """The kata, title and status columns' widths at `width`; "fits": whether the table does."""
+    rows = [_cells(row, lang) for row in listing["katas"]]
+    numbers = max([1, *(len(cells[0]) for cells in rows)])
+    slugs = max([len(phrase(lang, "col_kata")), *(len(cells[1]) for cells in rows)])
+    difficulty = max([_width(phrase(lang, "col_difficulty")), *(_width(cells[3]) for cells in rows)])
+    fixed = numbers + slugs + difficulty + 2 * 4  # and two spaces between columns
+    title_least = slugs + len("after ")
+    words = [_width(phrase(lang, "col_status")), *(_width(word) for cells in rows for word in _pieces(cells[5]))]
+    status_longest = max([*words, *(_width(cells[5]) for cells in rows)])
+    status = max(max(words), min(status_longest, width - fixed - title_least))
+    titles = [_width(phrase(lang, "col_title"))]
+    for cells, row in zip(rows, listing["katas"]):
+        titles += [_width(cells[2])] + ([_width(phrase(lang, "after", after=cells[4]))] if row["prerequisites"] else [])
+    title = max(title_least, min(max(titles), width - fixed - status))
+    return {"kata": slugs, "title": title, "status": status, "fits": fixed + title + status <= width}
+
+
+def _break_between(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` columns, broken at spaces and after "、" (a list's slugs)."""
+    lines, line = [], ""
+    for piece in _pieces(text):
+        if line.strip() and _width((line + piece).rstrip()) > width:
+            lines.append(line.rstrip())
+            line = piece.lstrip()
+        else:
+            line += piece
+    return [*lines, line.rstrip()]
+
+
+def _pieces(text: str) -> list[str]:
+    """The words of `text`, each with the space or "、" after it: where a line may break."""
+    return re.findall(r"[^\s、]+、?\s*|\s+", text)

@@ -68,7 +68,9 @@ class Workspace:
             backup.parent.mkdir(parents=True, exist_ok=True)
             backup.write_bytes(path.read_bytes())
         atomic_write(path, text)
-        self.update(slug, started_at=_now(), last_check=None)
+        record = self.progress().get(slug, {})
+        passed_before = record.get("passed_at") or record.get("passed_before")  # the solution stays unlocked
+        self.update(slug, started_at=_now(), last_check=None, passed_at=None, passed_before=passed_before)
         return backup
 
     # -- progress ----------------------------------------------------------------------------------
@@ -102,7 +104,7 @@ class Workspace:
         return record
 
     def status(self, slug: str, progress: dict | None = None) -> str:
-        """'passed', 'in progress' or 'not started'."""
+        """'passed', 'in progress' or 'not started'; a reset file is in progress until it passes again."""
         record = (self.progress() if progress is None else progress).get(slug, {})
         if record.get("passed_at"):
             return "passed"
@@ -110,9 +112,16 @@ class Workspace:
             return "in progress"
         return "not started"
 
+    def ever_passed(self, slug: str, progress: dict | None = None) -> bool:
+        """Whether the kata passed once, before a reset too (what unlocks its solution)."""
+        record = (self.progress() if progress is None else progress).get(slug, {})
+        return bool(record.get("passed_at") or record.get("passed_before"))
+
     def record_check(self, slug: str, result: GradeResult) -> dict:
         """Remember a grading of the workspace file; the first full pass unlocks the solution."""
         counts = {"passed": result.passed, "failed": result.failed, "failing_todos": result.todos_to_fix}
+        location = result.location.to_json() if result.location is not None else None
+        counts |= {"diagnosis": result.diagnosis, "location": location}  # what `kata hint` follows
         fields = {"last_check": {"at": _now(), **counts}}
         record = self.progress().get(slug, {})
         if result.failed == 0 and result.passed and not record.get("passed_at"):
