@@ -1,9 +1,16 @@
 """`kata hint`: one more hint each time, per TODO, defaulting to the first failing TODO."""
 
+import io
+
 import pytest
 from cli_support import flat, record_check, squash
+from rich.console import Console
 
+from grader.cli.workspace import Workspace
 from grader.content.catalogue import get_kata
+from grader.content.i18n import phrase
+from grader.report.results import CheckResult, GradeResult
+from grader.report.styles import THEME, Prose
 
 pytestmark = pytest.mark.usefixtures("isolated")
 
@@ -80,3 +87,62 @@ def test_hint_speaks_chinese_with_lang_zh(kata_main, workspace):
     assert f"第 1 条提示，共 {len(todo.hints['zh'])} 条" in run.out
     assert squash(todo.hints["zh"][0]) in squash(run.out)
     assert todo.hints["en"][0][:20] not in run.out
+
+
+def _named(workspace, slug: str, misconception: str, todo: int) -> None:
+    """Record a last check that named `misconception` (its failing checks in `todo`)."""
+    check = CheckResult("f", "f", todo, "failed", "wrong", misconception=misconception, matches=[misconception])
+    Workspace(workspace).record_check(slug, GradeResult(slug, "file", [check]))
+
+
+def test_a_named_mistake_with_a_hint_of_its_own_gets_that_hint_first_then_the_others(kata_main, workspace):
+    kata_ = get_kata("group_advantages")
+    named = next(item for item in kata_.misconceptions if item.id == "eps_added")
+    hints = kata_.todo(named.todo).hints["en"]
+    assert named.hint == len(hints) >= 3  # the answer line: the last hint, which shows the code
+    _named(workspace, "group_advantages", "eps_added", named.todo)
+
+    first = flat(kata_main("hint", "group_advantages", "--workspace", workspace).out)
+    second = flat(kata_main("hint", "group_advantages", "--workspace", workspace).out)
+
+    assert f"named this mistake: {named.title['en']}" in first
+    assert flat(hints[named.hint - 1]) in first and flat(hints[0]) not in first
+    assert f"hint {named.hint} of {len(hints)}, which shows the code:" in first
+    assert first.index(f"hint {named.hint} of") < second.index("hint 1 of") and flat(hints[1]) not in second
+
+
+def test_a_named_mistake_in_another_todo_than_the_first_failing_one_sends_the_hint_there(kata_main, workspace):
+    kata_ = get_kata("grpo_loss")
+    named = next(item for item in kata_.misconceptions if item.todo != kata_.todos[0].number)
+    _named(workspace, "grpo_loss", named.id, named.todo)
+    Workspace(workspace).update(
+        "grpo_loss",
+        last_check={
+            "failing_todos": [kata_.todos[0].number],
+            **{
+                key: value
+                for key, value in Workspace(workspace).progress()["grpo_loss"]["last_check"].items()
+                if key != "failing_todos"
+            },
+        },
+    )
+
+    run = kata_main("hint", "grpo_loss", "--workspace", workspace)
+
+    assert run.out.startswith(f"TODO {named.todo}  ")
+
+
+def test_a_hint_counted_by_an_older_progress_file_goes_on_from_there(kata_main, workspace):
+    Workspace(workspace).update("group_advantages", hints={"1": 1})
+
+    run = kata_main("hint", "group_advantages", "--workspace", workspace)
+
+    assert "hint 1 of" in run.out and "hint 2 of" in run.out
+
+
+def test_a_command_in_a_hint_is_never_split_over_two_lines():
+    text = phrase("en", "hint_last", slug="delivery_decisions")
+    for width in (40, 50, 60):
+        console = Console(file=io.StringIO(), width=width, theme=THEME)
+        console.print(Prose(text))
+        assert "kata show delivery_decisions" in console.file.getvalue(), console.file.getvalue()

@@ -8,8 +8,8 @@ import pytest
 from cli_support import CJK, all_slugs, kata_script, list_blocks, list_json, list_rows, list_table, record_check
 from rich.console import Console
 
-from grader.cli.listing import _width as cells
 from grader.cli.listing import _cells, build_listing, plain_listing
+from grader.cli.listing import _width as cells
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import DIFFICULTIES, all_katas, get_kata
 from grader.report.styles import THEME

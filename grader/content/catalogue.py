@@ -67,6 +67,8 @@ class Misconception(NamedTuple):
     `title` and `explanation` are what `kata check` says (they may show code and the fix);
     `graded` (and `graded_title`, where the title shows code) is what graded feedback says: what
     went wrong, in words, never the corrected code (`kata grade`, Gradescope, the student pack).
+    `hint`: the number of the hint of its TODO that `kata hint` shows first once it is named
+    (0: the TODO's hints in their order).
     """
 
     id: str
@@ -77,6 +79,7 @@ class Misconception(NamedTuple):
     replace: str
     graded: dict[str, str] = {}
     graded_title: dict[str, str] = {}
+    hint: int = 0
 
     def title_in(self, lang: str, graded: bool = False) -> str:
         """The title in `lang`; `graded`: the graded title where there is one."""
@@ -134,6 +137,7 @@ class Kata:
                 m.get("replace", ""),
                 m.get("graded", {}),
                 m.get("graded_title", {}),
+                m.get("hint", 0),
             )
             for m in entries
         ]

@@ -225,6 +225,7 @@ def _graded(kata: catalogue.Kata) -> list[dict]:
             "title": entry.get("graded_title", entry["title"]),
             "explanation": entry["graded"],
         }
+        | ({"hint": entry["hint"]} if "hint" in entry else {})
         for entry in entries
     ]
 

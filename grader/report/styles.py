@@ -99,7 +99,8 @@ def break_offsets(text: str, width: int) -> list[int]:
 
     The units never split: a `code span` (a formula), a run of non-space ASCII (a word, a number),
     one Chinese character. A line may break at a space, except one beside an operator (`a = b`
-    stays whole) or inside a short bracketed group (`(4, 6)`), and between Chinese characters,
+    stays whole), inside a short bracketed group (`(4, 6)`) or inside a `kata` command
+    (`kata hint grpo_loss --todo 3`: only one wider than the line breaks), and between Chinese characters,
     except before closing or after opening punctuation. Only a unit wider than a line is folded.
     """
     atoms = []
@@ -108,7 +109,7 @@ def break_offsets(text: str, width: int) -> list[int]:
             atoms += [(match.start() + m.start(), m.group()) for m in _WORDS.finditer(match.group())]
         else:
             atoms.append((match.start(), match.group()))
-    inside = _short_brackets(text)
+    inside = _short_brackets(text) | _commands(text)
     breaks: list[int] = []
     line_start, used = 0, 0  # where the current line starts, and its cells so far
     last_break: tuple[int, int] | None = None  # (offset, cells of the line before it)
@@ -158,6 +159,17 @@ def narrowest(text: str) -> int:
             units.append(atom)
         end = match.end()
     return max((cell_len(unit) for unit in units), default=1)
+
+
+_COMMAND = re.compile(
+    r"\bkata (?:list|start|check|hint|show|quiz|solution|drill|reset|watch|grade|pack|gradescope|lab)"
+    r"(?: (?!-)[\w./:{}-]*[\w/}])?(?: --?[\w-]+(?: (?!-)[\w./:=-]*\w)?)*"
+)
+
+
+def _commands(text: str) -> set[int]:
+    """Offsets of the spaces inside a `kata ...` command: a command stays on one line."""
+    return {match.start() + m.start() for match in _COMMAND.finditer(text) for m in re.finditer(" ", match.group())}
 
 
 def _short_brackets(text: str) -> set[int]:
