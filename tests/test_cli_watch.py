@@ -12,6 +12,7 @@ from rich.console import Console
 from grader.cli.watch import FileChanges, watch_workspace
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import get_kata
+from grader.content.i18n import phrase
 from grader.report.results import CheckResult, GradeResult
 from grader.report.styles import THEME
 
@@ -163,3 +164,38 @@ def test_file_changes_has_watchfiles_raise_the_interrupt_rather_than_log_it_in_e
     list(FileChanges(tmp_path, poll=False))
 
     assert seen["raise_interrupt"] is True
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("terminal", [False, True])
+def test_each_check_shows_a_progress_line_then_the_report_then_a_status_line_that_stays(
+    workspace, monkeypatch, lang, terminal
+):
+    workspace.mkdir()
+    saved = workspace / "grpo_loss.py"
+    saved.write_text("x = 1\n")
+    output = io.StringIO()
+    console = Console(file=output, width=200, theme=THEME, force_terminal=terminal, color_system=None)
+    seen_while_checking = []
+
+    def grade(kata, target, timeout, lang="en"):
+        seen_while_checking.append(output.getvalue())
+        return GradeResult(kata.slug, str(target), [CheckResult("stub", "stub", 1, "passed")])
+
+    monkeypatch.setattr("grader.cli.watch.run_checks", grade)
+    watch_workspace(
+        Workspace(workspace), get_kata("grpo_loss"), 10.0, False, lang, console, changes=[{(2, str(saved))}]
+    )
+
+    checking = phrase(lang, "checking", path=saved)
+    assert len(seen_while_checking) == 2 and all(checking in seen for seen in seen_while_checking)
+    text = output.getvalue()
+    status = re.compile(
+        re.escape(phrase(lang, "watch_status", slug="grpo_loss", path=saved, time="TIME", scope="grpo_loss")).replace(
+            "TIME", r"\d\d:\d\d:\d\d"
+        )
+    )
+    assert len(status.findall(text)) == 2
+    last_report = text.rindex("1 passed, 0 failed")
+    assert status.search(text, last_report), "the status line comes after the report"
+    assert "Ctrl-C" in phrase(lang, "watch_status", slug="", path="", time="", scope="")

@@ -5,13 +5,23 @@ not come (and on WSL); `--poll` forces polling. The loop takes any iterable of c
 it can be driven without a file system; it starts iterating (watching) before the first check, so
 a save made while that check runs is checked next. Ctrl-C ends it with one line in the learner's
 language (watchfiles' own English warning never shows: it raises the interrupt instead).
+
+Each check shows that it is working: the screen is cleared (on a terminal), a progress line says
+which file is being checked (a spinner on a terminal, one plain line elsewhere), then comes the
+report, then a status line that stays until the next check: the kata, its file, the time of the
+check and how to stop.
 """
 
 import itertools
 from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
 
 from grader.cli.workspace import Workspace
 from grader.content import catalogue
@@ -39,14 +49,14 @@ def watch_workspace(
     scope = kata.slug if kata else phrase(lang, "every_kata_in", path=workspace.root)
     console.print(phrase(lang, "watching", scope=scope), style="muted")
     if kata and workspace.kata_file(kata.slug).exists():
-        _check(katas[kata.slug], workspace, timeout, lang, console)
+        _check(katas[kata.slug], workspace, timeout, lang, console, scope)
     watched = {workspace.kata_file(slug).resolve(): slug for slug in katas}
     try:
         for batch in batches:
             saved = {watched[path] for _, name in batch if (path := Path(name).resolve()) in watched}
             for slug in sorted(saved):
                 if workspace.kata_file(slug).exists():
-                    _check(katas[slug], workspace, timeout, lang, console)
+                    _check(katas[slug], workspace, timeout, lang, console, scope)
     except KeyboardInterrupt as stop:  # Ctrl-C: how a watch ends
         if exit_status(stop) != exit_status(KeyboardInterrupt()):
             raise
@@ -55,17 +65,31 @@ def watch_workspace(
     return 0
 
 
-def _check(kata: Kata, workspace: Workspace, timeout: float, lang: str, console: Console) -> None:
+def _check(kata: Kata, workspace: Workspace, timeout: float, lang: str, console: Console, scope: str) -> None:
+    """Clear the screen, say which file is being checked, check it, then print the report and the status line."""
     path = workspace.kata_file(kata.slug)
+    checking = phrase(lang, "checking", path=path)
     if console.is_terminal:
         console.clear()
+        working = Live(Spinner("dots", Text(checking, style="muted")), console=console, transient=True)
+    else:
+        console.print(checking, style="muted", markup=False)
+        working = nullcontext()
     try:
-        result = run_checks(kata, path, timeout, lang=lang)
+        with working:
+            if isinstance(working, Live):
+                working.refresh()  # at once, not at the spinner's first tick
+            result = run_checks(kata, path, timeout, lang=lang)
     except GradingError as error:  # it may quote the judge's last line: inert, and never markup
         console.print(f"kata: {inert(str(error))}", style="error", markup=False)
-        return
-    workspace.record_check(kata.slug, result)
-    console.print(build_report(result, kata, lang, str(path)))
+    else:
+        workspace.record_check(kata.slug, result)
+        console.print(build_report(result, kata, lang, str(path)))
+    when = datetime.now().strftime("%H:%M:%S")
+    console.print()
+    console.print(
+        phrase(lang, "watch_status", slug=kata.slug, path=path, time=when, scope=scope), style="muted", markup=False
+    )
 
 
 class FileChanges:
