@@ -311,3 +311,18 @@ def test_a_report_has_no_padding_at_line_ends_and_fits_80_columns():
     lines = report([failing, CheckResult("c", "Rejects bad input", None, "passed")]).splitlines()
     assert lines and not [line for line in lines if line != line.rstrip()]
     assert max(map(len, lines)) <= 80
+
+
+def test_the_solution_advice_with_force_appears_only_where_the_check_opens_no_solution():
+    result = GradeResult("grpo_loss", "mine.py", [CheckResult("p", "p", 1, "passed")])
+
+    def shown(own_file: bool, lang: str) -> str:
+        out = io.StringIO()
+        report = build_report(result, get_kata("grpo_loss"), lang, "mine.py", own_file=own_file)
+        Console(file=out, width=80, theme=THEME).print(report)
+        return flat(out.getvalue())
+
+    for lang in ("en", "zh"):
+        own, other = shown(True, lang), shown(False, lang)
+        assert "kata solution grpo_loss" in own and "--force" not in own
+        assert other.count("kata solution grpo_loss --force") == 1

@@ -7,6 +7,7 @@ after a run leaves it loaded: a torch imported twice in one process fails.
 """
 
 import json
+import re
 
 import pytest
 import torch  # noqa: F401  (see above)
@@ -148,15 +149,40 @@ def test_a_large_tensor_difference_shows_the_values_around_it_side_by_side():
 
     lines = message.splitlines()
     assert lines[-1] == "  largest difference 0.5 at [3, 4] (expected 25, got 25.5)"
-    assert [line.split() for line in lines[-6:-1]] == [
+    assert [line.split() for line in lines[-7:-1]] == [
+        ["[3,", "1]", "22", "22"],
         ["[3,", "2]", "23", "23"],
         ["[3,", "3]", "24", "24"],
         [">", "[3,", "4]", "25", "25.5"],
         ["[3,", "5]", "26", "26"],
         ["[3,", "6]", "27", "27"],
     ]
-    assert "expected" in lines[-7] and "got" in lines[-7]
+    assert "expected" in lines[-8] and "got" in lines[-8]
     assert max(map(len, lines)) <= 80
+
+
+def test_a_tensor_a_check_compares_itself_reads_like_expects_at_most_7_values_at_4_digits_or_to_where_they_differ():
+    from grader.judging.expect import compared, values_text
+
+    want = torch.linspace(-1.0, 1.0, 21, dtype=torch.float64).reshape(3, 7) / 3
+    got = want.clone()
+    got[1, 3] += 0.25
+    got[2, 5] += 2e-6  # differs in its 6th significant digit
+
+    lines = compared(got, want).splitlines()
+    rows = [line for line in lines if re.match(r"^\s+>?\s*\[\d+, \d+\]", line)]
+
+    assert lines[:2] == ["  expected: <float64 tensor of shape (3, 7)>", "  got:      <float64 tensor of shape (3, 7)>"]
+    assert len(rows) == 7 and ">" in rows[3] and "[1, 3]" in rows[3]
+    assert all(len(re.sub(r"[-.]|e.*", "", number).lstrip("0")) <= 4 for row in rows for number in row.split()[-2:])
+    assert lines[-1].startswith("  largest difference 0.25 at [1, 3]")
+    assert compared(got, want, atol=1e-9).count("[") > 0 and compared(want, want) == ""
+    small = torch.zeros(3, 7, dtype=torch.float64)
+    small[2, 5] = 1 / 3
+    close = small.clone()
+    close[2, 5] += 2e-6
+    assert "(expected 0.33333, got 0.33334)" in compared(close, small)
+    assert values_text(torch.arange(21.0)).count(":") == 4  # the first value and the WINDOW after it
 
 
 def split_in_two(x):

@@ -170,3 +170,20 @@ def test_kata_check_grades_them_as_kata_grade_does(results, tmp_path):
         ], case
         assert result.load_error == graded.load_error, case
         assert seconds < 30 and no_grader_traceback(result)
+
+
+def test_a_syntax_error_shows_its_line_as_written_with_a_caret_under_the_cause():
+    from grader.judging.outcomes import import_failure
+    from grader.run.contestant import raised
+
+    source = "def f(x):\n    y = x\n        return y\n"
+    try:
+        compile(source, "kata.py", "exec")
+    except SyntaxError as error:
+        account = raised(error, "kata.py")
+    shown = import_failure(account)
+
+    heading, line, caret = shown.splitlines()
+    assert heading == "IndentationError on line 3: unexpected indent"
+    assert line == "            return y"  # its own 8 spaces of indentation kept, under 4 of the message's
+    assert caret == "    " + " " * (account["syntax"][3] - 1) + "^"

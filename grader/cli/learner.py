@@ -128,7 +128,8 @@ def check(
         data.pop("matches")
         click.echo(json.dumps(data, ensure_ascii=False, indent=1))
     else:
-        console.print(build_report(result, kata, lang, str(path), verbose))
+        own_file = file_path is None and not against  # recorded: a pass opens the solution
+        console.print(build_report(result, kata, lang, str(path), verbose, own_file=own_file))
     return 0 if result.failed == 0 and result.checks else 1
 
 

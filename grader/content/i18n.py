@@ -41,8 +41,9 @@ PHRASES = {
         "seen_in": "(fits {n} failed checks)",
         "seen_in_one": "(fits 1 failed check)",
         "next_fix": "Next: TODO {todo} first.  Hint: kata hint {slug} --todo {todo}",
-        "next_done": "All checks pass. Compare with the reference: kata solution {slug}"
-        "  (after a check of another file with --file: kata solution {slug} --force)",
+        "next_done": "All checks pass. Compare with the reference: kata solution {slug}",
+        "next_done_other": "All checks pass. This file is not your kata's own, so its check opens no"
+        " solution; to compare with the reference: kata solution {slug} --force",
         "next_load": "Fix the file so it loads, then run: kata check {slug}",
         "hint_of": "hint {i} of {n}",
         "hint_code": "hint {i} of {n}, which shows the code",
@@ -102,8 +103,9 @@ PHRASES = {
         "likely": "可能的误区",
         "seen_in": "（与 {n} 项失败检查相符）",
         "next_fix": "下一步：先完成 TODO {todo}。提示：kata hint {slug} --todo {todo}",
-        "next_done": "全部检查通过。对照参考答案：kata solution {slug}"
-        "（若用 --file 检查的是另一个文件：kata solution {slug} --force）",
+        "next_done": "全部检查通过。对照参考答案：kata solution {slug}",
+        "next_done_other": "全部检查通过。这不是你工作区中本 kata 的文件，它的检查不会解锁参考答案；"
+        "要对照参考答案：kata solution {slug} --force",
         "next_load": "先修复文件使其能被加载，然后运行：kata check {slug}",
         "hint_of": "第 {i} 条提示，共 {n} 条",
         "hint_code": "第 {i} 条提示，共 {n} 条，其中给出代码",

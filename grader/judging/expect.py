@@ -26,7 +26,8 @@ from grader.run.judge import MissingName, Refused
 
 TOLERANCE = MappingProxyType({torch.float64: (1e-7, 1e-9), torch.float32: (1e-5, 1e-6), torch.bfloat16: (1.6e-2, 1e-3)})
 IN_FULL = 12  # tensors of at most this many values are printed in full
-WINDOW = 2  # values shown on each side of the largest difference of a tensor not printed in full
+WINDOW = 3  # values shown on each side of the largest difference of a tensor not printed in full (7 at most)
+DIGITS = 4  # significant digits of a value shown, more where the expected and the got value agree on those
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
 
@@ -294,30 +295,10 @@ class Expect:
             )
         if not values:
             return
-        got_values, want_values = got.detach().double(), expected.detach().double()
         rtol, atol = TOLERANCE.get(expected.dtype, (1e-5, 1e-6))
-        nan_mismatch = got_values.isnan() != want_values.isnan()
-        error = (got_values - want_values).abs().nan_to_num(nan=0.0, posinf=float("inf"))
-        error = torch.where(nan_mismatch, torch.full_like(error, float("inf")), error)
-        too_far = error > atol + rtol * want_values.abs().nan_to_num(nan=0.0)
-        if not bool(too_far.any()):
-            return
-        worst = torch.where(too_far, error, torch.zeros_like(error))
-        index = _where(nan_mismatch.double() if bool(nan_mismatch.any()) else worst)  # a NaN mismatch first
-        at = worst[index] if worst.ndim else worst
-        position, want, have = list(index), f"{want_values[index].item():.6g}", f"{got_values[index].item():.6g}"
-        if bool(nan_mismatch.any()) and math.isnan(got_values[index].item()):
-            detail = say(f"NaN at {position}, where {want} was expected", f"在 {position} 处得到 NaN，应为 {want}")
-        elif bool(nan_mismatch.any()):
-            detail = say(f"{have} at {position}, where NaN was expected", f"在 {position} 处应为 NaN，实际为 {have}")
-        else:
-            largest = f"{at.item():.4g}"
-            detail = say(
-                f"largest difference {largest} at {position} (expected {want}, got {have})",
-                f"最大差异 {largest}，位于 {position}（应为 {want}，实际为 {have}）",
-            )
-        window = _window(want_values, got_values, index) if expected.numel() > IN_FULL else ""
-        raise CheckFailed(f"{what}\n{_expected_got(expected, got)}\n{window}  {detail}")
+        difference = compared(got, expected, rtol, atol)
+        if difference:
+            raise CheckFailed(f"{what}\n{difference}")
 
     def describe(self, name: str, args: tuple, kwargs: dict) -> str:
         return describe_call(getattr(self.reference, name), name, args, kwargs)
@@ -413,17 +394,77 @@ def _window(want: torch.Tensor, have: torch.Tensor, index: tuple[int, ...]) -> s
     *outer, position = index
     at = [(*outer, i) for i in range(max(0, position - WINDOW), min(want.shape[-1], position + WINDOW + 1))]
     width = max(len(str(list(where))) for where in at) + 2
+    rows = [(where, *pair(want[where].item(), have[where].item())) for where in at]
+    column = max([12, *(len(text) for _, *texts in rows for text in texts)])
     header = say(
-        f"  {'index':>{width}}  {'expected':>12}  {'got':>12}   (> the largest difference)",
-        f"  {'位置':>{width - 2}}  {'应为':>10}  {'实际':>10}   （> 处差异最大）",
+        f"  {'index':>{width}}  {'expected':>{column}}  {'got':>{column}}   (> the largest difference)",
+        f"  {'位置':>{width - 2}}  {'应为':>{column - 2}}  {'实际':>{column - 2}}   （> 处差异最大）",
     )
     lines = [header]
-    for where in at:
+    for where, want_text, have_text in rows:
         mark = ">" if where == index else " "
-        lines.append(
-            f"  {mark}{str(list(where)):>{width - 1}}  {want[where].item():>12.6g}  {have[where].item():>12.6g}"
-        )
+        lines.append(f"  {mark}{str(list(where)):>{width - 1}}  {want_text:>{column}}  {have_text:>{column}}")
     return "\n".join(lines) + "\n"
+
+
+def pair(want: float, have: float) -> tuple[str, str]:
+    """An expected and a got value as text: DIGITS significant digits, or as many as it takes to
+    show the first digit where they differ (0.5 and 0.50001: 0.5 and 0.50001, not 0.5 and 0.5)."""
+    for digits in range(DIGITS, 18):
+        want_text, have_text = f"{want:.{digits}g}", f"{have:.{digits}g}"
+        if want_text != have_text:
+            return want_text, have_text
+    return f"{want:.{DIGITS}g}", f"{have:.{DIGITS}g}"
+
+
+def compared(got: torch.Tensor, want: torch.Tensor, rtol: float = 0.0, atol: float = 0.0) -> str:
+    """How `got` differs from `want` (same shape) beyond atol + rtol * |want|, as the messages show it,
+    or "" where it does not: both tensors in full up to IN_FULL values, else by shape with the values
+    around the largest difference beneath (WINDOW on each side), then where the largest difference
+    (or a NaN where none belongs) lies. Also for a check that compares tensors itself."""
+    got_values, want_values = got.detach().double(), want.detach().double()
+    nan_mismatch = got_values.isnan() != want_values.isnan()
+    error = (got_values - want_values).abs().nan_to_num(nan=0.0, posinf=float("inf"))
+    error = torch.where(nan_mismatch, torch.full_like(error, float("inf")), error)
+    too_far = error > atol + rtol * want_values.abs().nan_to_num(nan=0.0)
+    if not bool(too_far.any()):
+        return ""
+    worst = torch.where(too_far, error, torch.zeros_like(error))
+    index = _where(nan_mismatch.double() if bool(nan_mismatch.any()) else worst)  # a NaN mismatch first
+    at = worst[index] if worst.ndim else worst
+    position, (want_text, have_text) = list(index), pair(want_values[index].item(), got_values[index].item())
+    if bool(nan_mismatch.any()) and math.isnan(got_values[index].item()):
+        detail = say(
+            f"NaN at {position}, where {want_text} was expected", f"在 {position} 处得到 NaN，应为 {want_text}"
+        )
+    elif bool(nan_mismatch.any()):
+        detail = say(
+            f"{have_text} at {position}, where NaN was expected", f"在 {position} 处应为 NaN，实际为 {have_text}"
+        )
+    else:
+        largest = f"{at.item():.{DIGITS}g}"
+        detail = say(
+            f"largest difference {largest} at {position} (expected {want_text}, got {have_text})",
+            f"最大差异 {largest}，位于 {position}（应为 {want_text}，实际为 {have_text}）",
+        )
+    window = _window(want_values, got_values, index) if want.numel() > IN_FULL else ""  # 7 values at most
+    return f"{_expected_got(want, got)}\n{window}  {detail}"
+
+
+def values_text(values: torch.Tensor, at: tuple[int, ...] | None = None) -> str:
+    """A tensor's values for a message: in full up to IN_FULL values, else by shape and the WINDOW
+    values on each side of `at` (default: the first non-finite one, else the first) along the last axis."""
+    values = values.detach()
+    if values.numel() <= IN_FULL:
+        return fmt(values)
+    flat = values.double()
+    if at is None:
+        bad = ~flat.isfinite()
+        at = _where(bad.double()) if bool(bad.any()) else tuple(0 for _ in flat.shape)
+    *outer, position = at
+    shown = [(*outer, i) for i in range(max(0, position - WINDOW), min(flat.shape[-1], position + WINDOW + 1))]
+    cells = ", ".join(f"{list(where)}: {flat[where].item():.{DIGITS}g}" for where in shown)
+    return f"{shape_only(values)} {{{cells}}}"
 
 
 def _path(pick) -> tuple:

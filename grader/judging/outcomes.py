@@ -130,11 +130,13 @@ def import_failure(raised: dict) -> str:
     """One line on why the file could not be loaded, from the contestant's account of the error."""
     kind, message, where = str(raised.get("type")), str(raised.get("message", "")), where_text(raised.get("where"))
     syntax = raised.get("syntax")
-    if kind in ("SyntaxError", "IndentationError", "TabError") and isinstance(syntax, list) and len(syntax) == 3:
-        lineno, msg, line = syntax
-        return say(f"SyntaxError on line {lineno}: {msg}", f"第 {lineno} 行有 SyntaxError：{msg}") + (
-            f"  ->  {line}" if line else ""
-        )
+    if kind in ("SyntaxError", "IndentationError", "TabError") and isinstance(syntax, list) and len(syntax) in (3, 4):
+        lineno, msg, line, column = [*syntax, None][:4]
+        heading = say(f"{kind} on line {lineno}: {msg}", f"第 {lineno} 行有 {kind}：{msg}")
+        if not line or not str(line).strip():
+            return heading
+        caret = f"\n    {' ' * (column - 1)}^" if isinstance(column, int) and 1 <= column <= len(line) + 1 else ""
+        return f"{heading}\n    {line}{caret}"  # the line as written: its indentation may be the mistake
     if kind == "SystemExit":
         code = raised.get("exit_code")
         return say(

@@ -30,7 +30,7 @@ from grader.report.styles import SYMBOL, Prose, Trimmed
 
 SHAPE_ONLY = ("tensor of shape", "张量，形状")  # a tensor shown by shape only (grader.judging.expect.shape_only)
 DETAILED = 2  # failing checks shown in full per TODO (the rest: one line each)
-MESSAGE_LINES = 12
+MESSAGE_LINES = 14  # a tensor's window (grader.judging.expect: 7 values) with its call, header and detail
 OUTPUT_LINES = 12
 
 
@@ -39,10 +39,17 @@ def summary_line(result: GradeResult) -> str:
 
 
 def build_report(
-    result: GradeResult, kata: Kata, lang: str, target_label: str, verbose: bool = False, graded: bool = False
+    result: GradeResult,
+    kata: Kata,
+    lang: str,
+    target_label: str,
+    verbose: bool = False,
+    graded: bool = False,
+    own_file: bool = True,
 ) -> RenderableType:
     """The whole report; at most DETAILED failures per TODO are shown in full unless `verbose`;
-    `graded`: as feedback on work handed in (see the module docstring)."""
+    `graded`: as feedback on work handed in (see the module docstring); `own_file`: the check is the
+    kata's own (its workspace file, recorded), so a pass opens `kata solution` (else: with --force)."""
     parts: list[RenderableType] = [
         Prose(Text.assemble((f"{kata.slug} · {localized(kata.title, lang)}", "title"), ("  " + target_label, "muted"))),
         Text(),
@@ -68,7 +75,7 @@ def build_report(
         elif result.diagnosis:
             parts += _diagnosis(result, kata, lang, graded)
     parts += _location(result, lang)
-    parts += [Prose(_next_step(result, kata, lang, graded), "next"), Text(summary_line(result))]
+    parts += [Prose(_next_step(result, kata, lang, graded, own_file), "next"), Text(summary_line(result))]
     return Trimmed(Group(*parts))
 
 
@@ -270,7 +277,7 @@ def _location(result: GradeResult, lang: str) -> list[RenderableType]:
     return [*lines, Text()]
 
 
-def _next_step(result: GradeResult, kata: Kata, lang: str, graded: bool = False) -> str:
+def _next_step(result: GradeResult, kata: Kata, lang: str, graded: bool = False, own_file: bool = True) -> str:
     if result.load_error:
         return phrase(lang, "next_load", slug=kata.slug)
     if result.location is not None and result.location.method == "outside_todos":
@@ -281,7 +288,9 @@ def _next_step(result: GradeResult, kata: Kata, lang: str, graded: bool = False)
         return phrase(lang, "next_fix", todo=kata.todos[-1].number, slug=kata.slug)
     if graded:  # feedback on work handed in: nothing to compare with
         return phrase(lang, "next_done_graded")
-    return phrase(lang, "next_done_pack" if in_pack() else "next_done", slug=kata.slug)
+    if in_pack():
+        return phrase(lang, "next_done_pack", slug=kata.slug)
+    return phrase(lang, "next_done" if own_file else "next_done_other", slug=kata.slug)
 
 
 def _clip(text: str, max_lines: int, lang: str) -> str:

@@ -322,8 +322,14 @@ def raised(error: BaseException, filename: str) -> dict:
         "message": _text(error),
         "where": learner_line(error, filename),
         "exit_code": exit_code if exit_code is None or type(exit_code) in (int, str) else repr(exit_code),
-        "syntax": [error.lineno, error.msg, (error.text or "").strip()] if isinstance(error, SyntaxError) else None,
+        "syntax": _syntax(error) if isinstance(error, SyntaxError) else None,
     }
+
+
+def _syntax(error: SyntaxError) -> list:
+    """[line number, message, the line as written (its indentation kept), the 1-based column or None]."""
+    line = (error.text or "").rstrip("\r\n").expandtabs(4) if error.text else ""
+    return [error.lineno, error.msg, line, error.offset if isinstance(error.offset, int) else None]
 
 
 def _text(error: BaseException) -> str:

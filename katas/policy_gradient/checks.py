@@ -13,6 +13,7 @@ import torch
 
 from grader.content import seeds
 from grader.content.i18n import say
+from grader.judging.expect import values_text
 
 LOSS = "naive_policy_gradient_loss"
 REINFORCE = "reinforce_baseline_advantages"
@@ -20,11 +21,19 @@ RLOO = "rloo_advantages"
 GRPO = "group_normalized_advantages"
 
 
+def _largest(values: torch.Tensor) -> tuple[int, ...]:
+    """Where |values| is largest (the first such place)."""
+    return (int(values.abs().nan_to_num(nan=float("inf")).argmax()),)
+
+
 def assert_finite(values: torch.Tensor, what: str) -> None:
     """Checks that compare your outputs with each other still fail NaN and inf."""
     if not bool(values.isfinite().all()):
         raise AssertionError(
-            say(f"{what} returned non-finite values: {values.tolist()}", f"{what} 返回了非有限值：{values.tolist()}")
+            say(
+                f"{what} returned non-finite values: {values_text(values)}",
+                f"{what} 返回了非有限值：{values_text(values)}",
+            )
         )
 
 
@@ -91,8 +100,8 @@ def test_loss_is_exactly_zero_on_padding_and_sends_it_no_gradient(expect):
     if not bool((loss[~mask] == 0).all()):
         raise AssertionError(
             say(
-                f"{LOSS}(...) is not 0 on padding: {loss[~mask].tolist()}",
-                f"{LOSS}(...) 在填充位置上不为 0：{loss[~mask].tolist()}",
+                f"{LOSS}(...) is not 0 on padding: {values_text(loss[~mask], _largest(loss[~mask]))}",
+                f"{LOSS}(...) 在填充位置上不为 0：{values_text(loss[~mask], _largest(loss[~mask]))}",
             )
         )
     cotangent = torch.rand(log_probs.shape, generator=seeds.generator(3), dtype=torch.float64)

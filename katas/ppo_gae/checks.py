@@ -10,6 +10,7 @@ import torch
 
 from grader.content import seeds
 from grader.content.i18n import say
+from grader.judging.expect import compared
 
 TOL = 1e-9  # float64 comparisons with the oracle and hand-computed values
 
@@ -44,12 +45,7 @@ def close(got, want, what: str) -> None:
     """Raise AssertionError unless the float64 tensors agree within TOL everywhere (NaN fails)."""
     gap = (got.detach().double() - want.double()).abs()
     if not bool((gap <= TOL).all()):
-        raise AssertionError(
-            say(
-                f"{what}: got {got.tolist()}, expected {want.tolist()}",
-                f"{what}：实际为 {got.tolist()}，应为 {want.tolist()}",
-            )
-        )
+        raise AssertionError(f"{what}\n{compared(got, want, atol=TOL) or compared(got, want)}")
 
 
 def ragged_mask(rows: int = 3, steps: int = 7):
