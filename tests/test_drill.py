@@ -294,3 +294,24 @@ def test_a_chinese_drill_file_has_the_chinese_docstrings_and_reads_back(slug):
     module = ast.get_docstring(ast.parse(drill.fill(text, exercise.answers)))
     assert re.search(r"[\u4e00-\u9fff]", module) and module.strip() == get_kata(slug).docstrings("zh")["module"].strip()
     assert drill.answers_in(exercise, drill.fill(text, exercise.answers)) == exercise.answers
+
+
+@pytest.mark.slow
+def test_an_answer_the_checks_accept_on_its_own_counts_beside_a_wrong_one_and_the_report_names_the_drill(
+    kata_main, tmp_path
+):
+    exercise = drill.make_drill("concepts", 0, None, blanks=12)
+    answers = list(exercise.answers)
+    answers[0] = "0.8808"  # sigmoid(2), written as a number: the checks accept it
+    answers[1] = "no_such_name"  # the file no longer loads: a NameError
+    path = tmp_path / "concepts.drill.py"
+    path.write_text(drill.fill(exercise.file_text(), answers))
+
+    status, out, _ = kata_main("drill", "concepts", "--check", path, "--workspace", tmp_path)
+    text = " ".join(out.split())
+
+    assert status == 1
+    assert "but the checks pass: equivalent" in text and "10 of 12 blanks as in the reference" in text
+    assert "11 of 12 right, the equivalent answers counted" in text
+    assert f"then run: kata drill concepts --check {path}" in text
+    assert "run: kata check concepts" not in text

@@ -156,17 +156,45 @@ def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, l
     if answers is None:
         console.print(Text(phrase(lang, "drill_changed"), style="warning"))
     else:
-        verdicts = drills.judge_blanks(exercise, answers, checks_pass)
+        accepted = frozenset()
+        if not checks_pass and len(drills.differing(exercise, answers)) > 1:  # which of them do the checks accept?
+            accepted = _accepted_alone(kata, exercise, answers, timeout, lang)
+        verdicts = drills.judge_blanks(exercise, answers, checks_pass, accepted)
         console.print(drills.verdicts_view(verdicts, lang))
-        right = sum(verdict.status == "right" for verdict in verdicts)
+        right = sum(verdict.status in ("right", "equivalent") for verdict in verdicts)
         if exercise.level:
             _record_drill(workspace, kata.slug, exercise.level, right, len(exercise.blanks))
     if checks_pass:
         console.print(Text(phrase(lang, "drill_passes", n=result.passed, slug=kata.slug), style="passed"))
     else:
-        console.print(build_report(result, kata, lang, str(path)))
+        again = f"kata drill {kata.slug} --check {path}"  # this drill file, never the kata's own
+        console.print(build_report(result, kata, lang, str(path), own_file=False, again=again))
     filled_in = answers is not None and not any(drills.PLACEHOLDER.fullmatch(answer) for answer in answers)
     return 0 if checks_pass and filled_in else 1
+
+
+def _accepted_alone(kata: Kata, exercise, answers: list[str], timeout: float, lang: str) -> frozenset:
+    """The differing answers the kata's checks accept each on its own: every other blank filled as
+    the reference has it (one grading per differing answer)."""
+    import tempfile
+
+    from grader.content import drill as drills
+    from grader.run.grading import GradingError, run_checks
+
+    accepted = set()
+    with tempfile.TemporaryDirectory(prefix="kata-drill-") as scratch:
+        for number in drills.differing(exercise, answers):
+            alone = list(exercise.answers)
+            alone[number - 1] = answers[number - 1]
+            filled = Path(scratch) / f"{kata.slug}.py"
+            filled.write_text(drills.fill(exercise.file_text(lang), alone), encoding="utf-8")
+            try:
+                result = run_checks(kata, filled, timeout, lang=lang)
+            except GradingError:  # not graded: not accepted
+                continue
+            if result.failed == 0 and result.checks:
+                accepted.add(number)
+    return frozenset(accepted)
 
 
 def _record_drill(workspace: Workspace, slug: str, level: str, right: int, total: int) -> None:

@@ -129,7 +129,8 @@ def check(
         click.echo(json.dumps(data, ensure_ascii=False, indent=1))
     else:
         own_file = file_path is None and not against  # recorded: a pass opens the solution
-        console.print(build_report(result, kata, lang, str(path), verbose, own_file=own_file))
+        again = f"kata check {kata.slug}" + (f" --file {path}" if file_path else "")
+        console.print(build_report(result, kata, lang, str(path), verbose, own_file=own_file, again=again))
     return 0 if result.failed == 0 and result.checks else 1
 
 

@@ -492,8 +492,19 @@ class Verdict:
     expected: str
 
 
-def judge_blanks(drill: Drill, answers: list[str], checks_pass: bool) -> list[Verdict]:
-    """Each blank against the reference; a different answer counts as equivalent when the checks pass."""
+def differing(drill: Drill, answers: list[str]) -> list[int]:
+    """The numbers (from 1) of the filled blanks whose answer is not the reference's code."""
+    pairs = enumerate(zip(answers, drill.answers), start=1)
+    return [
+        n for n, (answer, expected) in pairs if not same_code(answer, expected) and not PLACEHOLDER.fullmatch(answer)
+    ]
+
+
+def judge_blanks(
+    drill: Drill, answers: list[str], checks_pass: bool, accepted: frozenset = frozenset()
+) -> list[Verdict]:
+    """Each blank against the reference; a different answer counts as equivalent when the checks pass,
+    with it alone (its number in `accepted`) or with every answer (`checks_pass`)."""
     verdicts = []
     for number, (answer, expected) in enumerate(zip(answers, drill.answers), start=1):
         if same_code(answer, expected):
@@ -501,7 +512,7 @@ def judge_blanks(drill: Drill, answers: list[str], checks_pass: bool) -> list[Ve
         elif PLACEHOLDER.fullmatch(answer):
             status = "blank"
         else:
-            status = "equivalent" if checks_pass else "wrong"
+            status = "equivalent" if checks_pass or number in accepted else "wrong"
         verdicts.append(Verdict(number, status, answer, expected))
     return verdicts
 
@@ -537,4 +548,7 @@ def verdicts_view(verdicts: list[Verdict], lang: str = "en"):
             )
     same = sum(v.status == "right" for v in verdicts)
     lines.append(Text(phrase(lang, "drill_same", same=same, n=len(verdicts)), style="title"))
+    equivalent = sum(v.status == "equivalent" for v in verdicts)
+    if equivalent:
+        lines.append(Text(phrase(lang, "drill_counted", right=same + equivalent, n=len(verdicts)), style="title"))
     return Group(*lines)

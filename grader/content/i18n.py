@@ -44,14 +44,14 @@ PHRASES = {
         "next_done": "All checks pass. Compare with the reference: kata solution {slug}",
         "next_done_other": "All checks pass. This file is not your kata's own, so its check opens no"
         " solution; to compare with the reference: kata solution {slug} --force",
-        "next_load": "Fix the file so it loads, then run: kata check {slug}",
+        "next_load": "Fix the file so it loads, then run: {command}",
         "hint_of": "hint {i} of {n}",
         "hint_code": "hint {i} of {n}, which shows the code",
         "hint_for": "Your last check named this mistake: {title}. Its hint first:",
         "hint_last": "That was the last hint for this TODO. The lesson: kata show {slug}",
         "hint_more": "Run the same command again for the next hint.",
         "checks": "checks",
-        "more": "(the others above in short; kata check {slug} --verbose shows every message)",
+        "more": "(the others above in short; {command} --verbose shows every message)",
         "against": "against TRL {version}: {n} of {total} checks took their expected values from TRL's code,"
         " the rest from the reference (input contracts, functions TRL lacks) or from the check itself",
         "from_trl": "expected values from TRL",
@@ -106,14 +106,14 @@ PHRASES = {
         "next_done": "全部检查通过。对照参考答案：kata solution {slug}",
         "next_done_other": "全部检查通过。这不是你工作区中本 kata 的文件，它的检查不会解锁参考答案；"
         "要对照参考答案：kata solution {slug} --force",
-        "next_load": "先修复文件使其能被加载，然后运行：kata check {slug}",
+        "next_load": "先修复文件使其能被加载，然后运行：{command}",
         "hint_of": "第 {i} 条提示，共 {n} 条",
         "hint_code": "第 {i} 条提示，共 {n} 条，其中给出代码",
         "hint_for": "上次检查指出了这个错误：{title}。先看它的提示：",
         "hint_last": "这是本 TODO 的最后一条提示。讲义：kata show {slug}",
         "hint_more": "再次运行同一命令可查看下一条提示。",
         "checks": "项检查",
-        "more": "（其余检查从简显示；kata check {slug} --verbose 显示全部信息）",
+        "more": "（其余检查从简显示；{command} --verbose 显示全部信息）",
         "against": "对照 TRL {version}：{total} 项检查中有 {n} 项的期望值来自 TRL 的代码，"
         "其余来自参考答案（输入约定、TRL 没有的函数）或检查本身",
         "from_trl": "期望值来自 TRL",

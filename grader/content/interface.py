@@ -92,6 +92,7 @@ PHRASES = {
         "drill_equivalent": ", but the checks pass: equivalent",
         "drill_wrong": "; the reference has ",
         "drill_same": "{same} of {n} blanks as in the reference",
+        "drill_counted": "{right} of {n} right, the equivalent answers counted",
         # kata grade
         "grade_no_katas": "name at least one kata",
         # kata pack
@@ -296,6 +297,7 @@ PHRASES = {
         "drill_equivalent": " 不同，但检查全部通过：等价",
         "drill_wrong": "；参考答案是 ",
         "drill_same": "{n} 个空白中有 {same} 个与参考答案相同",
+        "drill_counted": "计入等价答案，{n} 个空白答对 {right} 个",
         "grade_no_katas": "请至少给出一个 kata",
         "pack_kata": "{slug}：{public} 项公开检查，{private} 项只在你的评分中运行（{names}）；{variants} 个误区中有 {named} 个仍能被指出；{fixed} 项的输入是固定的，在你的课程下也不变（{fixed_names}）",
         "pack_none": "无",

@@ -46,10 +46,15 @@ def build_report(
     verbose: bool = False,
     graded: bool = False,
     own_file: bool = True,
+    again: str | None = None,
 ) -> RenderableType:
     """The whole report; at most DETAILED failures per TODO are shown in full unless `verbose`;
     `graded`: as feedback on work handed in (see the module docstring); `own_file`: the check is the
-    kata's own (its workspace file, recorded), so a pass opens `kata solution` (else: with --force)."""
+    kata's own (its workspace file, recorded), so a pass opens `kata solution` (else: with --force);
+    `again`: the command that checks this file again (default `kata check SLUG`; a drill's is
+    `kata drill SLUG --check PATH`)."""
+    again = again or f"kata check {kata.slug}"
+    in_full = again if again.startswith("kata check ") else f"kata check {kata.slug} --file {target_label}"
     parts: list[RenderableType] = [
         Prose(Text.assemble((f"{kata.slug} · {localized(kata.title, lang)}", "title"), ("  " + target_label, "muted"))),
         Text(),
@@ -69,13 +74,14 @@ def build_report(
         ]
     else:
         for todo, checks in _by_todo(result.checks):
-            parts += _todo_section(todo, checks, kata, lang, None if verbose else DETAILED, result.diagnosis, graded)
+            detailed = None if verbose else DETAILED
+            parts += _todo_section(todo, checks, kata, lang, detailed, result.diagnosis, graded, in_full)
         if len(result.diagnoses) > 1:
             parts += _diagnoses(result, kata, lang, graded)
         elif result.diagnosis:
             parts += _diagnosis(result, kata, lang, graded)
     parts += _location(result, lang)
-    parts += [Prose(_next_step(result, kata, lang, graded, own_file), "next"), Text(summary_line(result))]
+    parts += [Prose(_next_step(result, kata, lang, graded, own_file, again), "next"), Text(summary_line(result))]
     return Trimmed(Group(*parts))
 
 
@@ -120,6 +126,7 @@ def _todo_section(
     detailed: int | None,
     diagnosis: str | None = None,
     graded: bool = False,
+    in_full: str | None = None,
 ) -> list[RenderableType]:
     passed = sum(check.status == "passed" for check in checks)
     label = f"TODO {todo}" if isinstance(todo, int) else phrase(lang, todo)
@@ -151,7 +158,8 @@ def _todo_section(
             shown_too = check.title_in(lang) in titles_shown
             lines.append(_failed_title(cases, kata, lang, diagnosis, shown_too, graded))
     if detailed is not None and len(failing) > detailed:
-        lines.append(_pad(Prose(phrase(lang, "more", slug=kata.slug), "muted"), (0, 0, 0, 4)))
+        command = in_full or f"kata check {kata.slug}"
+        lines.append(_pad(Prose(phrase(lang, "more", command=command), "muted"), (0, 0, 0, 4)))
     lines.append(Text())
     return lines
 
@@ -277,9 +285,11 @@ def _location(result: GradeResult, lang: str) -> list[RenderableType]:
     return [*lines, Text()]
 
 
-def _next_step(result: GradeResult, kata: Kata, lang: str, graded: bool = False, own_file: bool = True) -> str:
+def _next_step(
+    result: GradeResult, kata: Kata, lang: str, graded: bool = False, own_file: bool = True, again: str = ""
+) -> str:
     if result.load_error:
-        return phrase(lang, "next_load", slug=kata.slug)
+        return phrase(lang, "next_load", command=again or f"kata check {kata.slug}")
     if result.location is not None and result.location.method == "outside_todos":
         return phrase(lang, "next_outside", slug=kata.slug)
     if result.next_todo is not None:
