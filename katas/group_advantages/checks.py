@@ -10,6 +10,7 @@ import torch
 
 from grader.content import seeds
 from grader.content.i18n import say
+from grader.judging.expect import values_text
 
 FN = "compute_group_advantages"
 
@@ -19,8 +20,8 @@ def assert_finite(advantages: torch.Tensor, what: str) -> None:
     if not bool(advantages.isfinite().all()):
         raise AssertionError(
             say(
-                f"{what} returned non-finite advantages: {advantages.tolist()}",
-                f"{what} 返回了非有限的优势：{advantages.tolist()}",
+                f"{what} returned non-finite advantages: {values_text(advantages)}",
+                f"{what} 返回了非有限的优势：{values_text(advantages)}",
             )
         )
 

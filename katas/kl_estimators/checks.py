@@ -13,6 +13,7 @@ import torch
 
 from grader.content import seeds
 from grader.content.i18n import say
+from grader.judging.expect import values_text
 
 SAMPLES = 200_000
 Z = 5.0  # tolerance of the Monte-Carlo checks, in standard errors of the sample mean
@@ -395,8 +396,8 @@ def test_masked_positions_change_nothing(expect, dim):
     if not bool(before.isfinite().all()):  # NaN would equal NaN below
         raise AssertionError(
             say(
-                f"masked_mean(values, mask, dim={dim}) returned non-finite values: {before.tolist()}",
-                f"masked_mean(values, mask, dim={dim}) 返回了非有限值：{before.tolist()}",
+                f"masked_mean(values, mask, dim={dim}) returned non-finite values: {values_text(before)}",
+                f"masked_mean(values, mask, dim={dim}) 返回了非有限值：{values_text(before)}",
             )
         )
     junk = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e6]).repeat(values.numel() // 4 + 1)

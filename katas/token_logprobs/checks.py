@@ -13,6 +13,7 @@ import torch
 
 from grader.content import seeds
 from grader.content.i18n import say
+from grader.judging.expect import values_text
 
 B, T, V = 4, 12, 7
 PROMPTS = (3, 4, 3, 5)
@@ -131,8 +132,8 @@ def test_junk_in_padding_logits_changes_nothing_and_sends_no_nan_gradient(expect
     if not bool(before.isfinite().all()):  # NaN would equal NaN below
         raise AssertionError(
             say(
-                f"response_log_probs returned non-finite values on finite logits: {before.tolist()}",
-                f"response_log_probs 在有限的 `logits` 上返回了非有限值：{before.tolist()}",
+                f"response_log_probs returned non-finite values on finite logits: {values_text(before)}",
+                f"response_log_probs 在有限的 `logits` 上返回了非有限值：{values_text(before)}",
             )
         )
     junk = junk_logits(logits, where)
