@@ -101,7 +101,7 @@ def test_a_bad_points_file_is_one_chinese_line(kata_main, tmp_path):
 
     run = kata_main("grade", "class", "--points", "points.toml", "--no-sandbox", "--lang", "zh")
 
-    assert run.status == 2 and "grpo_loss 没有 'todo9'；它有的是 `todo1" in run.err
+    assert run.status == 2 and "grpo_loss 没有 “todo9”；它有的是 `todo1`、`todo2`" in run.err
     assert_chinese(run.err)
 
 

@@ -474,7 +474,7 @@ def test_the_sheet_gives_points_per_todo_and_the_csv_points_of_the_max():
     ("text", "words"),
     [
         ("[group_advantage]\ntodo1 = 2\n", "'group_advantage' names no kata"),
-        (f"[{SLUG}]\ntodo2 = 2\n", f"{SLUG} has no 'todo2'; it has todo1, contract"),
+        (f"[{SLUG}]\ntodo2 = 2\n", f"{SLUG} has no 'todo2'; it has `todo1`, `contract`"),
         (f"[{SLUG}]\ntodo1 = -1\n", "must be a whole number >= 0"),
         (f"[{SLUG}]\ntodo1 = 1.5\n", "must be a whole number >= 0"),
         (f"{SLUG} = 3\n", "must be a table"),

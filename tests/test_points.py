@@ -161,9 +161,9 @@ def test_points_overrides_accept_whole_where_the_kata_has_it():
     overrides = {WHOLE_SLUG: {"whole": 3, "contract": 0}}
     assert gradesheet.check_points(overrides) == overrides
     assert kata_points(WHOLE_SLUG, overrides[WHOLE_SLUG])["whole"] == 3
-    with pytest.raises(gradesheet.PointsError, match=f"{PLAIN_SLUG} has no 'whole'; it has todo1, contract"):
+    with pytest.raises(gradesheet.PointsError, match=f"{PLAIN_SLUG} has no 'whole'; it has `todo1`, `contract`"):
         gradesheet.check_points({PLAIN_SLUG: {"whole": 1}})
-    with pytest.raises(gradesheet.PointsError, match=f"{PLAIN_SLUG} 没有 'whole'；它有的是 `todo1, contract`"):
+    with pytest.raises(gradesheet.PointsError, match=f"{PLAIN_SLUG} 没有 “whole”；它有的是 `todo1`、`contract`"):
         gradesheet.check_points({PLAIN_SLUG: {"whole": 1}}, "zh")
 
 

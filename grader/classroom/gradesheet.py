@@ -74,7 +74,9 @@ def check_points(overrides: dict, lang: str = "en") -> dict[str, dict[str, int]]
             raise PointsError(phrase(lang, "points_not_table", slug=slug))
         for key, value in table.items():
             if key not in keys:
-                raise PointsError(phrase(lang, "points_no_key", slug=slug, name=key, keys=joined(lang, keys)))
+                raise PointsError(
+                    phrase(lang, "points_no_key", slug=slug, name=key, keys=joined(lang, (f"`{key}`" for key in keys)))
+                )
             if type(value) is not int or value < 0:
                 raise PointsError(phrase(lang, "points_bad_number", slug=slug, name=key, value=value))
     return overrides

@@ -307,7 +307,7 @@ PHRASES = {
         "course_malformed": '{path} 不是课程文件：课程文件的内容是 `seed = "<64 位十六进制数>"`',
         "points_no_kata": "{slug!r} 不是任何 kata 的名字",
         "points_not_table": "[{slug}] 必须是一张表，每行形如 `键 = 分数`（键为 `todoN`、`whole` 或 `contract`）",
-        "points_no_key": "{slug} 没有 {name!r}；它有的是 `{keys}`",
+        "points_no_key": "{slug} 没有 “{name}”；它有的是 {keys}",
         "points_bad_number": "{slug}.{name} 必须是 >= 0 的整数，不能是 {value!r}",
         "grade_no_sandbox": "kata：无法在沙箱中评分：{why}；或加 --no-sandbox",
         "grade_no_students": "kata：{path} 中没有学生文件夹；没有可评分的内容。",
