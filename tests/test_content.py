@@ -386,12 +386,19 @@ def _first_per_todo(kata) -> dict[int, str]:
     return dict(sorted(first.items()))
 
 
+# Every kata of three or more TODOs, with every TODO wrong and with all but the first: the sizes n and
+# n - 1 (a pair, a triple, four). All 159 sets of two or more took 30 of CI's 53 minutes, so a run
+# of the whole sweep is a benchmark: COMBINED_ALL=1. toy_grpo is left out: its checks train a policy,
+# and the hybrids of two wrong TODOs run past the localiser's budget (four check time limits), so
+# the failing checks' tags locate instead (note "time"), as designed.
+SLOW_HYBRIDS = {"toy_grpo"}
 COMBINED = [
     (kata.slug, todos)
     for kata in KATAS
-    if len(kata.todos) >= 3
+    if len(kata.todos) >= 3 and kata.slug not in SLOW_HYBRIDS
     for size in range(2, len(_first_per_todo(kata)) + 1)
     for todos in combinations(_first_per_todo(kata), size)
+    if os.environ.get("COMBINED_ALL") or size == len(_first_per_todo(kata)) or todos == tuple(_first_per_todo(kata))[1:]
 ]
 
 

@@ -59,6 +59,8 @@ SGR = re.compile(r"\x1b\[[0-9;]*m")  # the grader's own colours
 SINKS = ("results/", "grades.csv", "grades.json", "junit/", "feedback/", "report.html", "terminal, colour", "terminal:")
 SINKS += ("kata check:", "kata check --json", "kata watch", "gradescope")  # every output's name starts so
 WATCH_CLEAR = "\x1b[2J\x1b[H"  # what `kata watch` writes before each check on a terminal
+SPINNER = ("\x1b[?25l", "\x1b[?25h")  # around the spinner `kata watch` shows while a check runs
+SPINNER_ERASED = re.compile(r"^\r(?:\x1b\[1A)?(?:\x1b\[2K\x1b\[1A)*\x1b\[2K")  # then its lines erased
 
 
 def message(words: list[str]) -> str:
@@ -134,7 +136,10 @@ def watched(workspace: Path) -> str:
     watch_workspace(Workspace(workspace), KATA, 10.0, False, "en", console, changes=[])
     before, clear, after = buffer.getvalue().partition(WATCH_CLEAR)
     assert clear, "kata watch clears a terminal before a check"
-    return before + after
+    head, hidden, rest = after.partition(SPINNER[0])  # the grader's own progress line, cursor hidden
+    assert hidden and SPINNER[1] in rest, "kata watch shows its progress while it checks"
+    shown = before + head + SPINNER_ERASED.sub("", rest.partition(SPINNER[1])[2], count=1)
+    return re.sub(r"\b\d\d:\d\d:\d\d\b", "HH:MM:SS", shown)  # the status line's time of the check
 
 
 def gradescope_results(root: Path, result: GradeResult, monkeypatch) -> str:
@@ -304,7 +309,7 @@ def test_a_grading_error_quoting_the_judge_is_printed_inert_and_as_it_is(tmp_pat
     (tmp_path / f"{SLUG}.py").write_text("pass\n")
     run = kata_main("check", SLUG, "--file", tmp_path / f"{SLUG}.py")
     assert run.status == 1 and run.err == "kata: the grader failed: [red]x[/red] \\x1b[2J\n"
-    assert watched(tmp_path).endswith("kata: the grader failed: [red]x[/red] \\x1b[2J\x1b[0m\n")
+    assert "kata: the grader failed: [red]x[/red] \\x1b[2J\x1b[0m\n" in watched(tmp_path)  # then the status line
 
 
 # -- end to end --------------------------------------------------------------------------------

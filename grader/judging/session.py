@@ -13,9 +13,10 @@ The session ties the jobs together:
 - `locate()`, after the file's own checks, grades hybrids of the file and the reference to find
   the TODOs that hold its mistake (grader.judging.locating); only whether each passes is kept. Then
   each located TODO gets its own diagnosis (GradeResult.diagnoses): the misconception of that TODO
-  that fits the most of the file's failed checks; where none does and several TODOs are located,
-  the hybrid with the reference's code in every other TODO (that TODO's mistake alone) is run on
-  the file's failed checks of that TODO and of the whole function, and named the same way.
+  that fits the most of the file's failed checks. When several TODOs are located, the others' mistakes
+  blur those failures (two mistakes of a TODO can then fit alike): the hybrid with the reference's
+  code in every other TODO (that TODO's mistake alone) is run on the file's failed checks of that
+  TODO and of the whole function and named the same way, and that name is used where it finds one.
 
 With `every_language` (`kata grade`: a stored result, shown later in any language) each failed
 check's message, and the load error, is also given in every other language (CheckResult.messages,
@@ -314,11 +315,11 @@ class KataSession:
         diagnoses = []
         for todo in [todo for todo in location.todos if todo not in blank]:
             counts = Counter(m for r in self.results for m in r.matches if todo_of_misconception.get(m) == todo)
-            alone = not counts and len(location.todos) > 1 and location.method == "transplant"
-            if alone:
-                counts = self._named_alone(todo, todo_of_misconception)
-            named, checks = counts.most_common(1)[0] if counts else (None, 0)
-            diagnoses.append(Diagnosis(todo, named, checks, alone and named is not None))
+            several = len(location.todos) > 1 and location.method == "transplant"
+            # the other mistakes blur the file's failures: the TODO's mistake alone names it where it can
+            alone = self._named_alone(todo, todo_of_misconception) if several else Counter()
+            named, checks = (alone or counts).most_common(1)[0] if alone or counts else (None, 0)
+            diagnoses.append(Diagnosis(todo, named, checks, bool(alone)))
         return diagnoses
 
     def _named_alone(self, todo: int, todo_of_misconception: dict[str, int]) -> Counter:
