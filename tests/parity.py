@@ -430,21 +430,19 @@ def key(kind: str, item: str) -> str:
 
 def _only(en: list[str], zh: list[str], kind: str) -> tuple[list[str], list[str]]:
     """The items (as written) of each side left once the other side's equal items are matched."""
-    left = Counter(key(kind, item) for item in zh)
-    only_en = []
-    for item in en:
+    return _unmatched(en, zh, kind), _unmatched(zh, en, kind)
+
+
+def _unmatched(items: list[str], other: list[str], kind: str) -> list[str]:
+    """The items of `items` that no equal item of `other` matches, one for one."""
+    left = Counter(key(kind, item) for item in other)
+    unmatched = []
+    for item in items:
         if left[key(kind, item)]:
             left[key(kind, item)] -= 1
         else:
-            only_en.append(item)
-    right = Counter(key(kind, item) for item in en)
-    only_zh = []
-    for item in zh:
-        if right[key(kind, item)]:
-            right[key(kind, item)] -= 1
-        else:
-            only_zh.append(item)
-    return only_en, only_zh
+            unmatched.append(item)
+    return unmatched
 
 
 def differences(where: str, en: dict[str, list[str]], zh: dict[str, list[str]]) -> list[Difference]:

@@ -84,9 +84,8 @@ class Trimmed:
 
 # -- wrapping that keeps formulas and numbers whole, and breaks Chinese between characters ------
 
-_ATOM = re.compile(
-    r"`[^`\n]*`|\s+|[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’]|[^\s`\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’]+|`"
-)
+_CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef“”‘’"  # a regex class: Chinese characters and full-width marks (is_cjk)
+_ATOM = re.compile(f"`[^`\n]*`|\\s+|[{_CJK}]|[^\\s`{_CJK}]+|`")
 _WORDS = re.compile(r"\s+|\S+")
 _OPERATOR = re.compile(r"^(=|==|!=|\+|-|\*|/|<|>|<=|>=|≤|≥|±|≈|→|×|·|\*\*)$")
 SHORT_GROUP = 24  # cells: a bracketed group this short stays on one line
