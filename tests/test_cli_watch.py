@@ -45,8 +45,24 @@ def fake_grade(monkeypatch):
         calls.append((kata.slug, str(target)))
         return GradeResult(kata.slug, str(target), [CheckResult("stub", "stub", 1, "passed")])
 
-    monkeypatch.setattr("grader.cli.watch.run_checks", grade)
+    judge_with(monkeypatch, grade)
     return calls
+
+
+def judge_with(monkeypatch, grade) -> None:
+    """Make `kata watch`'s warm judge grade with `grade(kata, target, timeout, lang)`."""
+
+    class Judge:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+        def check(self, kata, target, timeout, lang="en"):
+            return grade(kata, target, timeout, lang)
+
+    monkeypatch.setattr("grader.cli.watch.WarmJudge", Judge)
 
 
 def test_watch_grades_once_per_batch_that_saves_a_kata_file_and_ignores_other_files(kata_main, workspace):
@@ -182,7 +198,7 @@ def test_each_check_shows_a_progress_line_then_the_report_then_a_status_line_tha
         seen_while_checking.append(output.getvalue())
         return GradeResult(kata.slug, str(target), [CheckResult("stub", "stub", 1, "passed")])
 
-    monkeypatch.setattr("grader.cli.watch.run_checks", grade)
+    judge_with(monkeypatch, grade)
     watch_workspace(
         Workspace(workspace), get_kata("grpo_loss"), 10.0, False, lang, console, changes=[{(2, str(saved))}]
     )

@@ -11,7 +11,7 @@ points and the feedback's kind are not in the key: a record holds each failed ch
 every language (CheckResult.messages), and the grade sheet and feedback are rendered from the
 records, so a change of --lang, --scoring, --points or --feedback grades nothing again.
 
-One file (`grade_file`, in a worker of grader.classroom.workers): the worker forks a judge that
+One file (`grade_file`, in a worker of grader.judging.workers): the worker forks a judge that
 runs, in-process, the same pytest run `kata check` starts (grader.run.grading.pytest_arguments),
 in a private scratch folder (its cwd, HOME and TMPDIR), handing it the worker's arena for this
 file (grader.run.arena: the warm process, the drop folder, the fingerprints, the file's cgroup).
@@ -21,7 +21,7 @@ limit, inside the file's cgroup box (grader.run.containment). Workers import tor
 and keep their warm process, so a file costs forks, not Python starts. The report goes to a
 private file with a random name; the worker kills the box before it reads the report, checks it,
 and turns every other ending into a result with a reason. A worker that dies is replaced and its
-file graded again (grader.classroom.workers).
+file graded again (grader.judging.workers).
 
 `grade_targets` grades the built-in targets (reference, template, misconception:ID) through the
 same warm workers, one forked judge each: the content tests' sweep of every kata.
@@ -39,8 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, run_limit, source_digest
-from grader.classroom.workers import Died, Workers
 from grader.content import catalogue
+from grader.judging.workers import Died, Workers, fork_judge
 from grader.report.inert import inert
 from grader.report.results import STATUSES, GradeResult
 from grader.run import containment
@@ -282,7 +282,7 @@ def run_batch(
 
 
 def graded_records(jobs: list[Job], workers: int) -> Iterator[dict]:
-    """Records of `jobs` as they finish, from `workers` warm workers (grader.classroom.workers).
+    """Records of `jobs` as they finish, from `workers` warm workers (grader.judging.workers).
 
     A job whose workers all died is the file's crash only if a fresh worker then grades the kata's
     reference (the control file); else it is an error record. A task that raised (`Failed`: the
@@ -397,24 +397,14 @@ def _judge(
 
 
 def _run_boxed(arguments: list[str], scratch: Path, log: Path, settings: Settings, arena) -> tuple[str, int]:
-    """Fork the judge (the pytest run) for at most the run limit; end the file's cgroup box after it.
+    """Fork the judge (the pytest run) in the file's cgroup box, for at most the run limit.
 
     Returns (why it ended without a result, if it did so abnormally, else "") and the peak resident
     memory of the judge in KiB.
     """
-    from grader.judging.plugin import run_pytest
-    from grader.run.child import run_judge
-
     box = containment.Box(settings.max_tasks, settings.memory_mb)
-    try:
-        ended = run_judge(lambda: run_pytest(arguments, arena.for_file(box)), scratch, log, settings.run_limit)
-        ending = ended.reason(settings.run_limit)
-        if ending or arena.process.poll() is not None:
-            arena.restart()  # the judge may have left the warm process mid-conversation, or it died
-    finally:
-        box.close()  # before the report is read: nothing the file started is left
-        arena.clear_stages()  # what a judge that was killed had staged
-    return ending, ended.peak_kb
+    ended = fork_judge(arguments, arena, scratch, log, settings.run_limit, box)
+    return ended.reason(settings.run_limit), ended.peak_kb
 
 
 def _read_report(report: Path, slug: str) -> GradeResult | None:

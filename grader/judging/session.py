@@ -97,6 +97,7 @@ class KataSession:
         self.ran: list[tuple[pytest.Item, bool]] = []  # each check run, and whether it passed
         self.location: Location | None = None
         self.diagnoses: list[Diagnosis] = []  # one per located TODO written (see the module docstring)
+        self.timings: Counter = Counter()  # seconds: the file's checks, naming, hybrids (GradeResult.timings)
         self.hung: set[str] = set()  # learner functions that already ran out of time
         self.spare: Contestant | None = None  # the probe's contestant, for the first check
         self.outputs: dict[str, str] = {}  # nodeid -> what the learner's code printed in that check
@@ -193,7 +194,8 @@ class KataSession:
             }
             reports = [_failed_report(item, annotation["message"])]
         else:
-            self.check_started = time.monotonic()
+            self.check_started = started = time.monotonic()
+            naming_before = self.timings["naming"]
             self.fingerprint_deadline = self.check_started + FINGERPRINT_SHARE * self.timeout
             if self.against:
                 self.reference.trl_calls = 0
@@ -201,6 +203,7 @@ class KataSession:
             annotation = next((dict(r.user_properties)[OUTCOME_KEY] for r in reports if r.failed), None)
             if annotation is not None and "messages" not in annotation:  # the check wrote it: run it again
                 annotation["messages"] = self._run_again(item, annotation)
+            self.timings["checks"] += time.monotonic() - started - (self.timings["naming"] - naming_before)
         passed = annotation is None
         self.ran.append((item, passed))
         if passed and self.own_variant:
@@ -265,7 +268,7 @@ class KataSession:
         result = GradeResult(
             self.kata.slug, str(self.spec), self.results, self.load_error, self.against, self.boxes.sandboxed,
             self.location, seccomp=self.boxes.seccomp is True, load_errors=self.load_errors,
-            diagnoses=self.diagnoses,
+            diagnoses=self.diagnoses, timings={phase: round(s, 4) for phase, s in self.timings.items()},
         )  # fmt: skip
         result.settle_misconceptions()
         return result
@@ -276,7 +279,9 @@ class KataSession:
         outcome = outcomes.from_exception(error, self.timeout)
         matches = []
         if report.when == "call" and _fingerprintable(error):
+            naming_started = time.monotonic()
             matches = self.naming.failing_alike(item, error, self.fingerprint_deadline)
+            self.timings["naming"] += time.monotonic() - naming_started
             if self.own_variant:  # after naming: a variant is named by the same rule as a learner's file
                 self.fingerprints.put(item.nodeid, self.own_variant, fingerprint(error))
             self.fingerprints.save()  # at once: a class's other files, graded meanwhile, read them
@@ -297,13 +302,16 @@ class KataSession:
     # -- where the mistake is -------------------------------------------------------------------
     def locate(self) -> None:
         """Find the TODOs that hold a failing file's difference from the reference (after its checks,
-        the variants' contestants ended)."""
+        the variants' contestants ended); the time it takes, naming within its hybrids included, is
+        the hybrids'."""
+        started = time.monotonic()
         self.location = self.locator.locate(self.source, self.ran)
         if self.location is not None and self.location.method == "transplant":
             todo_of_misconception = {item.id: item.todo for item in self.kata.misconceptions}
             for result in self.results:  # a misconception of another TODO cannot be this mistake
                 result.matches = [m for m in result.matches if todo_of_misconception[m] in self.location.todos]
         self.diagnoses = self._diagnose()
+        self.timings["hybrids"] += time.monotonic() - started
 
     def _diagnose(self) -> list[Diagnosis]:
         """A diagnosis for each located TODO that is written (see the module docstring)."""

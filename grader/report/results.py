@@ -98,6 +98,7 @@ class GradeResult:
     seccomp: bool = False  # whether every contestant ran under the seccomp filter (grader.run.privileges)
     load_errors: dict[str, str] = field(default_factory=dict)  # {lang: load error} in every language, or {}
     diagnoses: list[Diagnosis] = field(default_factory=list)  # one per located TODO written, in order
+    timings: dict[str, float] = field(default_factory=dict)  # seconds in the judge's phases (Timings)
 
     def __post_init__(self):
         """Make inert the load error (the file's exception and prints) and the target (a path it was given)."""
@@ -180,6 +181,7 @@ class GradeResult:
             "load_errors": self.load_errors,
             "checks": checks,
             "matches": {check.name: check.matches for check in self.checks if check.matches},
+            "timings": self.timings,
         }
 
     @classmethod
@@ -197,4 +199,5 @@ class GradeResult:
             data.get("seccomp") is True,
             dict(data.get("load_errors") or {}),
             [Diagnosis.from_json(item) for item in data.get("diagnoses") or []],
+            {str(phase): float(seconds) for phase, seconds in (data.get("timings") or {}).items()},
         )

@@ -12,7 +12,7 @@ from grader import DEFAULT_TIMEOUT, run_limit
 from grader.content.catalogue import Kata
 from grader.content.i18n import say, speaking
 from grader.report.results import GradeResult
-from grader.run.child import last_line, run_judge
+from grader.run.child import Ended, last_line, run_judge
 from grader.run.limits import NO_LIMITS, Limits
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -105,31 +105,41 @@ def run_checks(
     the function. The checks' messages are in `lang` (so are the warm process's refusals: it
     inherits the language when it starts)."""
     with speaking(lang), tempfile.TemporaryDirectory(prefix="kata-") as scratch:
-        missing = kata.missing_packages()
-        if missing:
-            needed, command = ", ".join(missing), " ".join(missing)
-            raise GradingError(
-                say(
-                    f"{kata.slug} needs {needed}, which is not installed here: pip install {command}",
-                    f"{kata.slug} 需要 {needed}，但这里没有安装：pip install {command}",
-                )
-            )
+        refuse_missing_packages(kata)
         report, log = Path(scratch) / "result.json", Path(scratch) / "pytest.log"
         arguments = pytest_arguments(kata, target, timeout, report, against=against, lang=lang)
         judge = ["-P", "-m", "grader.judging", kata.slug, "auto", str(fingerprints_folder()), "--", *arguments]
-        ended = run_judge(judge, Path(scratch), log, run_limit(timeout))
-        if ended.timed_out:
-            raise GradingError(
-                say(
-                    "the grader ran out of time (this is a bug in the grader, not your code)",
-                    "评分程序超时（这是评分程序的缺陷，不是你的代码的问题）",
-                )
+        return read_result(run_judge(judge, Path(scratch), log, run_limit(timeout)), report, log)
+
+
+def refuse_missing_packages(kata: Kata) -> None:
+    """A GradingError, in the language spoken, when a package the kata needs is not installed."""
+    missing = kata.missing_packages()
+    if missing:
+        needed, command = ", ".join(missing), " ".join(missing)
+        raise GradingError(
+            say(
+                f"{kata.slug} needs {needed}, which is not installed here: pip install {command}",
+                f"{kata.slug} 需要 {needed}，但这里没有安装：pip install {command}",
             )
-        if not report.exists():
-            raise GradingError(say(f"the grader failed: {last_line(log)}", f"评分程序出错：{last_line(log)}"))
-        result = GradeResult.from_json(json.loads(report.read_text(encoding="utf-8")))
-        if not result.checks and not result.load_error:
-            raise GradingError(
-                say(f"the grader ran no checks: {last_line(log)}", f"评分程序没有运行任何检查：{last_line(log)}")
+        )
+
+
+def read_result(ended: Ended, report: Path, log: Path) -> GradeResult:
+    """The result a judge that ended so wrote to `report`; a GradingError, in the language spoken,
+    when it ran out of time, wrote none, or ran no check (`log`: what it printed)."""
+    if ended.timed_out:
+        raise GradingError(
+            say(
+                "the grader ran out of time (this is a bug in the grader, not your code)",
+                "评分程序超时（这是评分程序的缺陷，不是你的代码的问题）",
             )
-        return result
+        )
+    if not report.exists():
+        raise GradingError(say(f"the grader failed: {last_line(log)}", f"评分程序出错：{last_line(log)}"))
+    result = GradeResult.from_json(json.loads(report.read_text(encoding="utf-8")))
+    if not result.checks and not result.load_error:
+        raise GradingError(
+            say(f"the grader ran no checks: {last_line(log)}", f"评分程序没有运行任何检查：{last_line(log)}")
+        )
+    return result

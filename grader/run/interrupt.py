@@ -56,7 +56,7 @@ def interruptible():
 @contextmanager
 def deferred():
     """SIGINT and SIGTERM are held (blocked) during the block and arrive when it ends. A process
-    started in it starts with both blocked, until it unblocks them (grader.classroom.workers.serve)."""
+    started in it starts with both blocked, until it unblocks them (grader.judging.workers.serve)."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:
         yield

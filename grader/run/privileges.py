@@ -67,9 +67,10 @@ def non_dumpable() -> None:
     _checked(_prctl(libc(), _PR_SET_DUMPABLE, 0), "prctl(PR_SET_DUMPABLE)")
 
 
-def die_with_parent() -> None:
-    """SIGKILL this process when the thread that forked it ends (a judge forked by a worker)."""
-    _checked(_prctl(libc(), _PR_SET_PDEATHSIG, 9), "prctl(PR_SET_PDEATHSIG)")
+def die_with_parent(number: int = 9) -> None:
+    """Send this process signal `number` (SIGKILL) when the thread that forked it ends (a judge
+    forked by a worker; a worker, sent SIGTERM so that it cleans up first)."""
+    _checked(_prctl(libc(), _PR_SET_PDEATHSIG, number), "prctl(PR_SET_PDEATHSIG)")
 
 
 def lock_down(handle, seccomp: bool = True, required: bool = True) -> bool:

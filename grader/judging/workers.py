@@ -10,13 +10,19 @@ in a process of its own and sends back what it returns, or a `Failed(reason)` wh
 worker that dies while working is replaced and its task given to another once; a task whose
 second worker dies too comes back as `Died`. The pool's state lives in the object, the
 worker's in its own loop (`serve`): nothing module-wide. Everything a worker makes on disk lies in
-the run's folder (its drop folder, its judges' scratch folders); `close()` ends every worker (a
-worker's warm process and judges end with it) and whatever cgroup the dead ones left.
+a folder of its own in the run's folder (its drop folder, its judges' scratch folders), removed
+when it ends; `close()` ends every worker (a worker's warm process and judges end with it) and
+whatever cgroup the dead ones left. A worker whose pool's process dies, however it died, is sent
+SIGTERM and cleans up the same way.
+
+A task forks one judge for one file (`fork_judge`): `kata grade`'s files (grader.classroom.batch)
+and a learner's checks (grader.judging.warm_judge).
 """
 
 import gc
 import multiprocessing
 import os
+import shutil
 import signal
 import tempfile
 from collections.abc import Callable, Iterator
@@ -27,6 +33,7 @@ from pathlib import Path
 from grader.run import containment, interrupt
 
 RETRIES = 1  # a task whose worker died is given to another worker this many times
+HOME_PREFIX = "kata-worker-"  # the name of a worker's folder, in the run's folder
 
 
 @dataclass(frozen=True)
@@ -52,11 +59,14 @@ class _Worker:
 
 
 class Workers:
-    def __init__(self, count: int, sandboxed: bool, lang: str, imports: list[str], folder: Path):
+    def __init__(self, count: int, sandboxed: bool, lang: str, imports: list[str], folder: Path,
+                 fingerprints: Path | None = None):  # fmt: skip
         """`count` workers whose warm processes run `imports` (in the sandbox or not), with their
-        messages in `lang`; everything they write lies under `folder`."""
+        messages in `lang`; everything they write lies under `folder`, but the variants'
+        fingerprints, remembered in `fingerprints` (None: `folder`/fingerprints, the run's own)."""
         self.count = count
-        self.setup = (sandboxed, lang, sorted(imports), str(folder))
+        fingerprints = fingerprints or folder / "fingerprints"
+        self.setup = (sandboxed, lang, sorted(imports), str(folder), str(fingerprints))
         self.context = multiprocessing.get_context("spawn")
         self.workers: list[_Worker] = []
 
@@ -123,11 +133,17 @@ class Workers:
         containment.clean_leftovers()  # the cgroups of the file it was grading, and their processes
         self._start()
 
-    def close(self) -> None:
-        """End every worker now (their warm processes and judges end with them); no cgroup is left."""
+    def close(self, grace: float = 0.0) -> None:
+        """End every worker (their warm processes and judges end with them); no cgroup is left.
+        `grace`: first send each SIGTERM and give it this many seconds to clean up its folder as
+        it does when the pool's process dies (`serve`); 0: kill them now (their folders are in
+        the run's folder, which the caller removes)."""
         for worker in self.workers:
             worker.connection.close()
+            if grace and worker.process.is_alive():
+                worker.process.terminate()
         for worker in self.workers:
+            worker.process.join(timeout=grace)
             if worker.process.is_alive():
                 worker.process.kill()
         for worker in self.workers:
@@ -136,23 +152,42 @@ class Workers:
         containment.clean_leftovers()
 
 
-def serve(connection: Connection, pool: int, sandboxed: bool, lang: str, imports: list[str], folder: str) -> None:
+def serve(connection: Connection, pool: int, sandboxed: bool, lang: str, imports: list[str], folder: str,
+          fingerprints: str) -> None:  # fmt: skip
     """A worker: start the warm contestant process, import meanwhile what every grading run needs,
-    then grade what it is sent until the pool closes the connection. It dies with the pool's
-    process (`pool`), and leaves Ctrl-C to it: the pool kills its workers (`Workers.close`)."""
-    from grader.content.i18n import set_message_language
-    from grader.run import privileges
-    from grader.run.arena import Arena
-
+    then grade what it is sent until the pool closes the connection. It leaves Ctrl-C to the pool,
+    which kills its workers (`Workers.close`); when the pool's process (`pool`) dies, it is sent
+    SIGTERM, and ends its warm process and removes its folder before it exits."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole job
-    privileges.die_with_parent()
+    signal.signal(signal.SIGTERM, _stop)
+    from grader.run import privileges
+
+    privileges.die_with_parent(signal.SIGTERM)
     if os.getppid() != pool:  # it died before that
         return
-    interrupt.unblock()  # started with SIGINT and SIGTERM held (Workers._start)
-    set_message_language(lang)  # the warm process's contestants word their refusals in it
-    home = Path(tempfile.mkdtemp(prefix="worker-", dir=folder))
+    home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX, dir=folder))
     try:
-        arena = Arena.start(imports, sandboxed, fingerprints=Path(folder) / "fingerprints", home=home)  # torch-free
+        interrupt.unblock()  # started with SIGINT and SIGTERM held (Workers._start)
+        _serve(connection, sandboxed, lang, imports, home, Path(fingerprints))
+    except SystemExit:  # SIGTERM: the pool's process died
+        pass
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _stop(number, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the way out is not cut short
+    raise SystemExit(128 + number)
+
+
+def _serve(connection: Connection, sandboxed: bool, lang: str, imports: list[str], home: Path,
+           fingerprints: Path) -> None:  # fmt: skip
+    from grader.content.i18n import set_message_language
+    from grader.run.arena import Arena
+
+    set_message_language(lang)  # the warm process's contestants word their refusals in it
+    try:
+        arena = Arena.start(imports, sandboxed, fingerprints=fingerprints, home=home)  # torch-free
     except Exception as error:  # it cannot grade: every task says so (an error, never a grade)
         _refuse(connection, Failed(f"the warm process did not start: {type(error).__name__}: {error}"))
         return
@@ -189,3 +224,23 @@ def _refuse(connection: Connection, failed: Failed) -> None:
         except (EOFError, OSError):
             return
         connection.send(failed)
+
+
+def fork_judge(arguments: list[str], arena, scratch: Path, log: Path, limit: float, box=None):
+    """Fork a judge (the pytest run `arguments`, handed `arena`, or its copy for the file in `box`,
+    a grader.run.containment.Box) in `scratch` for at most `limit` seconds; then end `box` (nothing
+    the file started is left), remove what a killed judge had staged, and start the warm process
+    again if the judge left it mid-conversation or it died. How the judge ended (child.Ended)."""
+    from grader.judging.plugin import run_pytest
+    from grader.run.child import run_judge
+
+    given = arena if box is None else arena.for_file(box)
+    try:
+        ended = run_judge(lambda: run_pytest(arguments, given), scratch, log, limit)
+        if ended.reason(limit) or arena.process.poll() is not None:
+            arena.restart()
+    finally:
+        if box is not None:
+            box.close()
+        arena.clear_stages()
+    return ended
