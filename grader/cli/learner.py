@@ -240,4 +240,4 @@ def watch(kata: Kata | None, workspace_dir: Path, timeout: float, poll: bool, la
     if not workspace.root.is_dir():
         errors.print(phrase(lang, "no_workspace", path=workspace.root), style="warning")
         return 1
-    return watch_workspace(workspace, kata, timeout, poll, lang, console)
+    return watch_workspace(workspace, kata, timeout, poll, lang, console.rich())  # rich.Live needs the real one

@@ -32,7 +32,7 @@ from grader.report.results import GradeResult
 from grader.run import sandbox
 from grader.run.grading import GradingError, fingerprints_folder, refuse_missing_packages
 
-GRADER_DIR = Path(__file__).resolve().parents[1]
+ROOTS = (Path(__file__).resolve().parents[1], KATAS_DIR, REFERENCE_DIR)  # the grader, the katas, their references
 GRACE = 5.0  # seconds the worker is given to end its warm process and remove its folder
 
 
@@ -88,7 +88,7 @@ def installed_stamp() -> tuple:
     """What changes when the grader's or a kata's files change: every file's path, size and
     modification time under grader/, katas/ and reference/ (a few milliseconds)."""
     stamp = []
-    for root in (GRADER_DIR, KATAS_DIR, REFERENCE_DIR):
+    for root in ROOTS:
         for folder, folders, files in os.walk(root):
             folders[:] = sorted(name for name in folders if name != "__pycache__")
             for name in sorted(files):
