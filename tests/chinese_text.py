@@ -131,6 +131,8 @@ KEPT = {
     "OpenRLHF",
     "CS336",
     "HF",
+    "Jupyter",  # where learners already work (issue 32)
+    "Colab",
 }
 # Formula notation, not prose: the function names of the lessons' math; and technical abbreviations
 KEPT |= {"log", "exp", "max", "min", "mean", "sum", "std", "var", "grad", "delta", "pi", "logit", "log-sigmoid", "sqrt"}
