@@ -2,9 +2,10 @@
 
 Exit status: 0 success; 1 checks failed or the action was refused; 2 usage error; 130 after
 Ctrl-C (SIGINT), 143 after SIGTERM, with everything the command started ended (grader.run.interrupt).
-`list`, `start`, `hint`, `show`, `solution`, `reset` and `drill` (but for its --check) never import torch.
+`list`, `start`, `hint`, `show`, `solution`, `reset`, `notebook` and `drill` (but for its --check) never import torch.
 
 - learner: `kata list`, `start`, `check`, `hint`, `solution`, `reset`, `show`, `quiz`, `watch`;
+- notebook: `kata notebook` (a kata as a Jupyter notebook);
 - drill: `kata drill`; grade: `kata grade`; gradescope: `kata gradescope`; pack: `kata pack`; `kata lab` is
   gpu_labs.cli's (none of these, nor `solution`, in a student pack);
 - options: the SLUG argument and the options the commands share;
@@ -17,7 +18,7 @@ import re
 
 import click
 
-from grader.cli import learner
+from grader.cli import learner, notebook
 from grader.cli.options import LANG_HELP, LANGUAGES
 from grader.content.catalogue import in_pack
 from grader.content.i18n import command_language, phrase, pick_language
@@ -48,6 +49,7 @@ for command in (
     learner.show,
     learner.quiz,
     learner.watch,
+    notebook.notebook,
 ):
     cli.add_command(command)
 if not in_pack():  # a student pack (grader.pack) has no reference: no solution, drill, grading or labs
