@@ -18,7 +18,7 @@ from grader.content.catalogue import all_katas, get_kata
 from grader.report.results import CheckResult, GradeResult
 
 KATA_SCRIPT = Path(sys.executable).with_name("kata")
-COMMANDS = ("list", "start", "check", "hint", "solution", "reset", "show", "quiz", "watch")
+COMMANDS = ("list", "start", "check", "hint", "solution", "reset", "show", "quiz", "watch", "notebook")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 OLD_DETACHED = "log_probs_old.detach()"
 

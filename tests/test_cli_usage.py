@@ -97,6 +97,7 @@ LIGHT_COMMANDS = [
     ["show", "grpo_loss"],
     ["solution", "grpo_loss", "--force", "--workspace", "ws"],
     ["reset", "grpo_loss", "--workspace", "ws"],
+    ["notebook", "grpo_loss", "--out", "grpo_loss.ipynb"],
 ]
 
 
