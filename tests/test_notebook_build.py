@@ -5,6 +5,8 @@ nbconvert's HTML. No kernel runs here: executing the notebooks is tests/test_not
 
 import html
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -312,3 +314,9 @@ def test_without_nbformat_it_says_what_to_install(kata_main, monkeypatch, tmp_pa
 
     assert run.status == 1 and len(run.err.strip().splitlines()) == 1
     assert notebook.INSTALL in run.err and not (tmp_path / "g.ipynb").exists()
+
+
+def test_importing_the_command_and_the_builder_loads_no_nbformat():
+    code = "import sys, grader.cli, grader.content.notebook; assert 'nbformat' not in sys.modules, 'nbformat'"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
