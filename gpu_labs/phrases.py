@@ -207,6 +207,18 @@ def listing(names) -> str:
     return "、".join(f"`{name}`" for name in names) if language() == "zh" else ", ".join(names)
 
 
+def unknown_lab(name: str, lang: str) -> str:
+    """The one line for a lab that is not in gpu_labs.LABS, with a did-you-mean when a name is close."""
+    import difflib
+
+    from gpu_labs import LABS
+
+    close = difflib.get_close_matches(name, LABS, n=2, cutoff=0.5)
+    names = phrase(lang, "or").join(repr(lab) if lang == "en" else f"`{lab}`" for lab in close)
+    hint = phrase(lang, "did_you_mean", names=names) if close else ""
+    return phrase(lang, "unknown_lab", name=name, hint=hint)
+
+
 def lab_title(name: str, title: str, lesson: str, lang: str) -> tuple[str, str]:
     """(title, lesson) of lab `name` in `lang`: the module's own in English, TITLES_ZH's under zh."""
     return TITLES_ZH.get(name, (title, lesson)) if lang == "zh" else (title, lesson)

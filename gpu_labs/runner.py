@@ -46,7 +46,7 @@ from gpu_labs.models import (
     hub_unreachable_but_cached,
     smollm2_gguf_path,
 )
-from gpu_labs.phrases import listing, text
+from gpu_labs.phrases import language, listing, text, unknown_lab
 from gpu_labs.runs import LabRefusal, claim_run_dir, default_label
 
 LABS_EXTRA = ("peft", "matplotlib")  # what a measured run imports: LoRA, curves.png
@@ -65,7 +65,7 @@ class LabRun:
     out_dir: Path
     device: str
     model_spec: str
-    console: object = None  # a rich Console, or None for silence
+    console: object = None  # a rich Console, one with its own progress_bar (gpu_labs.notebook), or None
     stages: ev.Stages = field(default_factory=ev.Stages)
     curves: dict[str, list] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)  # more top-level evidence fields (e.g. data, artifacts)
@@ -78,7 +78,11 @@ class LabRun:
         self.curves.setdefault(name, []).append(None if value is None else float(value))
 
     def progress(self, description: str, total: int):
-        """A rich progress bar (hidden when the console is not a terminal); yields `advance()`."""
+        """A progress bar that yields `advance()`: the console's own `progress_bar(description, total)`
+        where it has one (a notebook's), else rich's (hidden when the console is not a terminal)."""
+        own = getattr(self.console, "progress_bar", None)
+        if own is not None:
+            return own(description, total)
         from grader.report.styles import progress_bar
 
         return progress_bar(self.console, description, total)
@@ -89,9 +93,11 @@ class LabRun:
 
 
 def lab_module(name: str):
-    """The lab's module (or package), imported by the name gpu_labs.LABS gives it."""
+    """The lab's module (or package), imported by the name gpu_labs.LABS gives it; LabRefusal for another name."""
     from gpu_labs import LABS
 
+    if name not in LABS:
+        raise LabRefusal(unknown_lab(name, language()))
     return importlib.import_module(LABS[name])
 
 
