@@ -49,17 +49,19 @@ def _shrink(values: list, width: int) -> list:
 
 
 def save_curves(path: Path, curves: dict[str, list], title: str, x_label: str = "step") -> Path | None:
-    """Draw each series in its own panel (one column) and save a PNG; None when there is nothing to draw."""
+    """Draw each series in its own panel (one column) and save a PNG; None when there is nothing to draw.
+
+    The figure is matplotlib's own object, not pyplot's: no backend is chosen and no global figure
+    is kept, so a notebook's (inline) backend stays as it was (gpu_labs.notebook).
+    """
     series = {name: values for name, values in curves.items() if any(value is not None for value in values)}
     if not series:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    figure, axes = plt.subplots(len(series), 1, figsize=(6, 1.9 * len(series) + 0.6), sharex=False, squeeze=False)
+    figure = Figure(figsize=(6, 1.9 * len(series) + 0.6))
+    axes = figure.subplots(len(series), 1, sharex=False, squeeze=False)
     for axis, (name, values) in zip(axes[:, 0], series.items()):
         steps = [step for step, value in enumerate(values, start=1) if value is not None]
         axis.plot(steps, [value for value in values if value is not None], marker="o", markersize=3)
@@ -71,5 +73,4 @@ def save_curves(path: Path, curves: dict[str, list], title: str, x_label: str = 
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-    plt.close(figure)
     return Path(path)
