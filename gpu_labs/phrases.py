@@ -84,6 +84,9 @@ PHRASES = {
         "no": "no",
         "items": "{n} items",
         "more_rows": "… {n} more in evidence.json",
+        # gpu_labs/notebook.py
+        "elapsed": "{seconds:.1f} s",
+        "full_summary": "the whole summary",
     },
     "zh": {
         "unknown_lab": "没有名为 `{name}` 的实验。{hint}`kata lab list` 会列出全部实验。",
@@ -145,6 +148,8 @@ PHRASES = {
         "no": "否",
         "items": "{n} 项",
         "more_rows": "…… 另有 {n} 行，见 evidence.json",
+        "elapsed": "{seconds:.1f} 秒",
+        "full_summary": "完整摘要",
     },
 }
 
