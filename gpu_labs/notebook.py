@@ -122,7 +122,7 @@ def bar_bundle(description: str, done: int, total: int, seconds: float) -> dict:
     from gpu_labs.phrases import text
 
     count = f"{done}/{total}"
-    elapsed = text("elapsed", seconds=seconds)
+    elapsed = text("elapsed", seconds=f"{seconds:.1f}")
     markup = (
         f'<div style="font-family: monospace">{html.escape(description)} '
         f'<progress value="{min(done, total)}" max="{max(total, 1)}" style="width: 14em; vertical-align: middle">'

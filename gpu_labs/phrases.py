@@ -85,7 +85,7 @@ PHRASES = {
         "items": "{n} items",
         "more_rows": "… {n} more in evidence.json",
         # gpu_labs/notebook.py
-        "elapsed": "{seconds:.1f} s",
+        "elapsed": "{seconds} s",
         "full_summary": "the whole summary",
     },
     "zh": {
@@ -148,7 +148,7 @@ PHRASES = {
         "no": "否",
         "items": "{n} 项",
         "more_rows": "…… 另有 {n} 行，见 evidence.json",
-        "elapsed": "{seconds:.1f} 秒",
+        "elapsed": "{seconds} 秒",
         "full_summary": "完整摘要",
     },
 }
