@@ -86,6 +86,19 @@ def test_the_installed_stamp_changes_with_any_file_under_the_grader_the_katas_or
         assert installed_stamp() != before, root
 
 
+def test_no_kata_checks_module_holds_an_assert_for_pytest_to_rewrite():
+    """A worker imports a kata's checks before its judges fork (plugin.preload), outside pytest's
+    assertion rewriting: only a check with no `assert` statement behaves the same either way."""
+    import ast
+
+    from grader.content.catalogue import all_katas
+
+    for kata in all_katas():
+        tree = ast.parse(kata.checks_path.read_text(encoding="utf-8"))
+        asserts = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+        assert not asserts, f"{kata.checks_path}: assert on lines {asserts}"
+
+
 def _alive(pid: int) -> bool:
     try:
         status = Path(f"/proc/{pid}/stat").read_text()

@@ -89,6 +89,22 @@ def run_pytest(arguments: list[str], arena: Arena) -> int:
     return int(pytest.main(arguments, plugins=[Given(arena)]))
 
 
+def preload(kata=None) -> None:
+    """Import, in a process that forks judges (a worker), what every judge's pytest run imports:
+    pytest's own plugins, the grading session's modules, and, given a `kata`, its checks (which
+    hold no assertion for pytest to rewrite), so that each forked judge finds them loaded."""
+    import importlib
+
+    from _pytest.config import default_plugins
+
+    import grader.judging.session  # noqa: F401
+
+    for name in default_plugins:
+        importlib.import_module(f"_pytest.{name}")
+    if kata is not None:
+        importlib.import_module(f"katas.{kata.slug}.checks")
+
+
 class Given:
     """The plugin object `run_pytest` registers: it puts the caller's arena where pytest_configure finds it."""
 

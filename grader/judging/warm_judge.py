@@ -104,12 +104,15 @@ def judge_file(slug: str, path: str, timeout: float, lang: str, arena) -> GradeR
     """In the worker: fork a judge that grades the file `path` as a cold `kata check` does (its
     arguments, its arena); the result, or the GradingError that `run_checks` would raise."""
     from grader.content.catalogue import get_kata
+    from grader.judging.plugin import preload
     from grader.judging.workers import fork_judge
     from grader.run.grading import pytest_arguments, read_result
 
+    kata = get_kata(slug)
+    preload(kata)  # once per kata in this worker: its next judges find the checks loaded
     with speaking(lang), tempfile.TemporaryDirectory(prefix="judge-", dir=arena.home) as scratch:
         report, log = Path(scratch) / "result.json", Path(scratch) / "pytest.log"
-        arguments = pytest_arguments(get_kata(slug), Path(path), timeout, report, lang=lang)
+        arguments = pytest_arguments(kata, Path(path), timeout, report, lang=lang)
         ended = fork_judge(arguments, arena, Path(scratch), log, run_limit(timeout))
         try:
             return read_result(ended, report, log)

@@ -194,7 +194,9 @@ def _serve(connection: Connection, sandboxed: bool, lang: str, imports: list[str
     import _pytest.config  # noqa: F401
     import torch  # noqa: F401
 
-    import grader.judging.plugin  # noqa: F401
+    from grader.judging.plugin import preload
+
+    preload()
 
     for line in imports:  # the references' own imports (transformers, for one): each judge forks with them loaded
         exec(line, {})
