@@ -24,6 +24,12 @@ def fingerprints_folder() -> Path:
     return Path(cache) / "post-training-katas" / "fingerprints"
 
 
+# pytest's plugins no check uses (no check takes tmp_path, monkeypatch, recwarn or a doctest): each
+# costs its registration in every judge, cold or warm
+UNUSED_PLUGINS = ("doctest", "junitxml", "pastebin", "legacypath", "setuponly", "setupplan", "stepwise",
+                  "tmpdir", "monkeypatch", "recwarn", "subtests")  # fmt: skip
+
+
 class GradingError(RuntimeError):
     """The grading process itself failed (not the learner's code)."""
 
@@ -56,6 +62,7 @@ def pytest_arguments(
         "no:cacheprovider",
         "-p",
         "no:unraisableexception",  # its gc.collect() at the end walks all of torch: ~0.12 s a run
+        *[option for name in UNUSED_PLUGINS for option in ("-p", f"no:{name}")],
         "-q",
         "--no-header",
         "-rN",
