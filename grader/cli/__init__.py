@@ -60,6 +60,19 @@ if not in_pack():  # a student pack (grader.pack) has no reference: no solution,
         cli.add_command(command)
 
 
+def usage_line(error: click.UsageError, default: str = "kata") -> str:
+    """A usage error as one line in the command's language: `kata check: error: ...  (see ...)`
+    (`default`: the command's name when click gave no context). The notebook's `%kata` says it so too."""
+    command = error.ctx.command_path if error.ctx else default
+    lang = command_language(error.ctx) if error.ctx else pick_language()
+    message = error.format_message()
+    if isinstance(error, click.BadParameter) and lang != "en":  # our message in click's frame, in zh
+        hint = error.param_hint or (error.param.get_error_hint(error.ctx) if error.param else None)
+        hint = re.sub("'([^']*)'", lambda name: phrase(lang, "quoted", text=name[1]), hint) if hint else hint
+        message = phrase(lang, "bad_value", param=hint, message=error.message) if hint else error.message
+    return phrase(lang, "usage_error", command=command, message=message)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the command; turn usage errors into one line and status 2, an interrupt
     (SIGINT, SIGTERM) into one line and 130 or 143."""
@@ -70,14 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(error.ctx.get_help())
         return 0
     except click.UsageError as error:
-        command = error.ctx.command_path if error.ctx else "kata"
-        lang = command_language(error.ctx) if error.ctx else pick_language()
-        message = error.format_message()
-        if isinstance(error, click.BadParameter) and lang != "en":  # our message in click's frame, in zh
-            hint = error.param_hint or (error.param.get_error_hint(error.ctx) if error.param else None)
-            hint = re.sub("'([^']*)'", lambda name: phrase(lang, "quoted", text=name[1]), hint) if hint else hint
-            message = phrase(lang, "bad_value", param=hint, message=error.message) if hint else error.message
-        errors.print(phrase(lang, "usage_error", command=command, message=message), style="error", markup=False)
+        errors.print(usage_line(error), style="error", markup=False)
         return 2
     except click.exceptions.Exit as exit_:
         return exit_.exit_code

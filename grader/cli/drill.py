@@ -74,13 +74,37 @@ def drill(
     lang = pick_language(lang)
     workspace = Workspace(workspace_dir, lang=lang)
     settings = {"--level": level, "--blanks": blanks, "--ratio": ratio, "--seed": seed, "--function": function}
-    given = [name for name, value in settings.items() if value is not None]
     if check_path is not None:
-        given += [name for name, value in (("--out", out), ("--interactive", interactive or None)) if value]
-        if given:
-            raise click.UsageError(phrase(lang, "drill_check_drop", options=joined(lang, given)))
+        extra = {"--out": out, "--interactive": interactive or None}
+        refuse_settings(settings | extra, lang)
         return _check_drill(kata, check_path, workspace, timeout, lang)
-    counts = [name for name in given if name in ("--level", "--blanks", "--ratio")]
+    exercise, label, line = new_drill(kata, level, blanks, ratio, seed, function, lang)
+    console.print(line)
+    if interactive or (out is None and console.is_terminal):
+        import time
+
+        score = drills.ask(exercise, console.input, console, time.monotonic, lang)
+        if label and not score.stopped:
+            _record_drill(workspace, kata.slug, label, score.right, score.total)
+        return 0 if score.right == score.total and not score.stopped else 1
+    return _write_drill(exercise, out or workspace.drill_file(kata.slug), workspace, force)
+
+
+def refuse_settings(settings: dict, lang: str) -> None:
+    """--check reads a drill's settings from its file: a UsageError naming those given as well."""
+    given = [name for name, value in settings.items() if value is not None]
+    if given:
+        raise click.UsageError(phrase(lang, "drill_check_drop", options=joined(lang, given)))
+
+
+def new_drill(kata: Kata, level, blanks, ratio, seed, function, lang: str):
+    """A new drill of `kata` from the command's settings (one of level, blanks and ratio; a random
+    seed unless given): (the drill, its level or None, the line that says what was blanked)."""
+    from grader.content import drill as drills
+
+    counts = [
+        name for name, value in (("--level", level), ("--blanks", blanks), ("--ratio", ratio)) if value is not None
+    ]
     if len(counts) > 1:
         raise click.UsageError(phrase(lang, "drill_one_of", options=phrase(lang, "and_").join(counts)))
     if seed is None:
@@ -94,15 +118,8 @@ def drill(
         raise click.BadParameter(str(error), param_hint="--function") from None
     level = phrase(lang, "drill_level", level=phrase(lang, label)) if label else ""
     n, blanked = len(exercise.candidates), len(exercise.blanks)
-    console.print(phrase(lang, "drill_positions", slug=kata.slug, n=n, blanked=blanked, seed=seed, level=level))
-    if interactive or (out is None and console.is_terminal):
-        import time
-
-        score = drills.ask(exercise, console.input, console, time.monotonic, lang)
-        if label and not score.stopped:
-            _record_drill(workspace, kata.slug, label, score.right, score.total)
-        return 0 if score.right == score.total and not score.stopped else 1
-    return _write_drill(exercise, out or workspace.drill_file(kata.slug), workspace, force)
+    line = phrase(lang, "drill_positions", slug=kata.slug, n=n, blanked=blanked, seed=seed, level=level)
+    return exercise, label, line
 
 
 def _write_drill(exercise, path: Path, workspace: Workspace, force: bool) -> int:
@@ -125,61 +142,79 @@ def _write_drill(exercise, path: Path, workspace: Workspace, force: bool) -> int
 
 
 def _check_drill(kata: Kata, path: Path, workspace: Workspace, timeout: float, lang: str) -> int:
-    """Grade a filled drill file blank by blank, then with the kata's checks; report both."""
+    """Grade a filled drill file blank by blank, then with the kata's checks; print both."""
+    from grader.run.grading import GradingError
+
+    again = f"kata drill {kata.slug} --check {path}"  # this drill file, never the kata's own
+    try:
+        with console.status(phrase(lang, "checking", path=path)) if console.is_terminal else nullcontext():
+            parts, status = drill_check(
+                kata, path.read_text(encoding="utf-8"), str(path), workspace, timeout, lang, again
+            )
+    except GradingError as error:
+        errors.print(f"kata: {error}", style="error")
+        return 1
+    for part in parts:
+        console.print(part)
+    return status
+
+
+def drill_check(
+    kata: Kata, text: str, label: str, workspace: Workspace, timeout: float, lang: str, again: str, grade=None
+) -> tuple[list, int]:
+    """Grade the text of a filled drill (`label`: where it is from) blank by blank, then with the
+    kata's checks, by `grade(kata, path, timeout, lang)` (default: a cold run_checks); keep the
+    score. Returns what to print and the exit status; a text that is not a drill of `kata` is a
+    BadParameter of --check, a failed grading a GradingError."""
     import tempfile
 
     from rich.text import Text
 
     from grader.content import drill as drills
     from grader.report.terminal import build_report
-    from grader.run.grading import GradingError, run_checks
+    from grader.run.grading import run_checks
 
-    text = path.read_text(encoding="utf-8")
+    grade = grade or (lambda kata, path, timeout, lang: run_checks(kata, path, timeout, lang=lang))
     try:
         exercise = drills.drill_from_file(text, lang)
     except drills.DrillError as error:
         raise click.BadParameter(str(error), param_hint="--check") from None
     if exercise.slug != kata.slug:
-        message = phrase(lang, "drill_of_other", path=path, other=exercise.slug, slug=kata.slug)
+        message = phrase(lang, "drill_of_other", path=label, other=exercise.slug, slug=kata.slug)
         raise click.BadParameter(message, param_hint="--check")
     answers = drills.answers_in(exercise, text)
-    try:
-        with tempfile.TemporaryDirectory(prefix="kata-drill-") as scratch:
-            filled = Path(scratch) / f"{kata.slug}.py"
-            filled.write_text(text, encoding="utf-8")
-            with console.status(phrase(lang, "checking", path=path)) if console.is_terminal else nullcontext():
-                result = run_checks(kata, filled, timeout, lang=lang)
-    except GradingError as error:
-        errors.print(f"kata: {error}", style="error")
-        return 1
+    with tempfile.TemporaryDirectory(prefix="kata-drill-") as scratch:
+        filled = Path(scratch) / f"{kata.slug}.py"
+        filled.write_text(text, encoding="utf-8")
+        result = grade(kata, filled, timeout, lang)
     checks_pass = result.failed == 0 and bool(result.checks)
+    parts = []
     if answers is None:
-        console.print(Text(phrase(lang, "drill_changed"), style="warning"))
+        parts.append(Text(phrase(lang, "drill_changed"), style="warning"))
     else:
         accepted = frozenset()
         if not checks_pass and len(drills.differing(exercise, answers)) > 1:  # which of them do the checks accept?
-            accepted = _accepted_alone(kata, exercise, answers, timeout, lang)
+            accepted = _accepted_alone(kata, exercise, answers, timeout, lang, grade)
         verdicts = drills.judge_blanks(exercise, answers, checks_pass, accepted)
-        console.print(drills.verdicts_view(verdicts, lang))
+        parts.append(drills.verdicts_view(verdicts, lang))
         right = sum(verdict.status in ("right", "equivalent") for verdict in verdicts)
         if exercise.level:
             _record_drill(workspace, kata.slug, exercise.level, right, len(exercise.blanks))
     if checks_pass:
-        console.print(Text(phrase(lang, "drill_passes", n=result.passed, slug=kata.slug), style="passed"))
+        parts.append(Text(phrase(lang, "drill_passes", n=result.passed, slug=kata.slug), style="passed"))
     else:
-        again = f"kata drill {kata.slug} --check {path}"  # this drill file, never the kata's own
-        console.print(build_report(result, kata, lang, str(path), own_file=False, again=again))
+        parts.append(build_report(result, kata, lang, label, own_file=False, again=again))
     filled_in = answers is not None and not any(drills.PLACEHOLDER.fullmatch(answer) for answer in answers)
-    return 0 if checks_pass and filled_in else 1
+    return parts, 0 if checks_pass and filled_in else 1
 
 
-def _accepted_alone(kata: Kata, exercise, answers: list[str], timeout: float, lang: str) -> frozenset:
+def _accepted_alone(kata: Kata, exercise, answers: list[str], timeout: float, lang: str, grade) -> frozenset:
     """The differing answers the kata's checks accept each on its own: every other blank filled as
-    the reference has it (one grading per differing answer)."""
+    the reference has it (one grading by `grade` per differing answer)."""
     import tempfile
 
     from grader.content import drill as drills
-    from grader.run.grading import GradingError, run_checks
+    from grader.run.grading import GradingError
 
     accepted = set()
     with tempfile.TemporaryDirectory(prefix="kata-drill-") as scratch:
@@ -189,7 +224,7 @@ def _accepted_alone(kata: Kata, exercise, answers: list[str], timeout: float, la
             filled = Path(scratch) / f"{kata.slug}.py"
             filled.write_text(drills.fill(exercise.file_text(lang), alone), encoding="utf-8")
             try:
-                result = run_checks(kata, filled, timeout, lang=lang)
+                result = grade(kata, filled, timeout, lang)
             except GradingError:  # not graded: not accepted
                 continue
             if result.failed == 0 and result.checks:
