@@ -141,17 +141,23 @@ def check(
 @lang_option
 def hint(kata: Kata, todo_number: int | None, workspace_dir: Path, lang: str | None) -> int:
     """Show one more hint for a TODO of KATA each time it is run."""
-    from grader.cli.hints import next_hint
-
     lang = pick_language(lang)
     workspace = Workspace(workspace_dir, lang=lang)
+    console.print(hint_view(kata, workspace, todo_number, lang))
+    flush_warnings(workspace)
+    return 0
+
+
+def hint_view(kata: Kata, workspace: Workspace, todo_number: int | None, lang: str):
+    """The next hint of TODO `todo_number` (None: the one the last check points to), recorded; a
+    number that is not one of the kata's TODOs is a BadParameter of --todo."""
+    from grader.cli.hints import next_hint
+
     numbers = [todo.number for todo in kata.todos]
     if todo_number is not None and todo_number not in numbers:
         message = phrase(lang, "has_todos", slug=kata.slug, numbers=joined(lang, numbers))
         raise click.BadParameter(message, param_hint="--todo")
-    console.print(next_hint(kata, workspace, todo_number, lang))
-    flush_warnings(workspace)
-    return 0
+    return next_hint(kata, workspace, todo_number, lang)
 
 
 @click.command()
