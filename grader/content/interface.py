@@ -231,6 +231,16 @@ PHRASES = {
         "gs_not_handed_in": "not handed in",
         "gs_kept": "kept",
         "gs_lost": "lost",
+        # the notebook's %kata (grader.notebook)
+        "nb_cell_needed": "`%%kata {command}` grades the code of its cell: make `%%kata {command} SLUG` a cell's first line",
+        "nb_next_cell": "The next cell holds {what}: fill it in, then run that cell.",
+        "nb_the_exercise": "the exercise ({todos})",
+        "nb_your_file": "your file {path} (`kata reset {slug}` starts over from a blank one, with a backup)",
+        "nb_kept": "The file there before is kept in {backup}.",
+        "nb_no_drill_in_pack": "kata: a student pack has no drills (a drill needs the reference).",
+        "nb_recorded": "Checked with the values recorded in the student pack, which holds no reference:"
+        " the TODOs are not located by transplant.",
+        "nb_the_drill": "the drill",
     },
     "zh": {
         "wrote_todos": "[passed]✓[/] 已写入 [code]{path}[/]（{todos}）",
@@ -436,5 +446,14 @@ PHRASES = {
         "gs_not_handed_in": "未提交",
         "gs_kept": "得分",
         "gs_lost": "失分",
+        # the notebook's %kata (grader.notebook)
+        "nb_cell_needed": "`%%kata {command}` 评的是所在单元格的代码：请把 `%%kata {command} SLUG` 写在单元格的第一行",
+        "nb_next_cell": "下一个单元格里是{what}：填写完成后运行该单元格。",
+        "nb_the_exercise": "练习（{todos}）",
+        "nb_your_file": "你的文件 {path}（`kata reset {slug}` 可从空白练习重新开始，会保留备份）",
+        "nb_kept": "原来的文件已备份到 {backup}。",
+        "nb_no_drill_in_pack": "kata：学生包里没有默写（默写需要参考答案）。",
+        "nb_recorded": "本次检查使用学生包中记录的数值；学生包里没有参考答案，无法通过替换逐个 TODO 定位错误。",
+        "nb_the_drill": "默写题",
     },
 }
