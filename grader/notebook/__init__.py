@@ -5,29 +5,34 @@
     %%kata check grpo_loss          the cell is graded in contestants, never run in the kernel
 
 - magic: the `%kata` line and cell magic, thin commands over the `kata` command's functions;
-- judge: the kernel's one judge, warm for the kernel's life, closed at unload and at exit;
 - cells: where a cell's code lives as a file (the `kata` command's workspace);
 - output: reports as HTML (and plain text) from the terminal's rich renderables.
+
+The kernel keeps one `grader.judging.warm_judge.WarmJudge` for its life (its worker starts on the
+first check and holds torch, pytest and the warm contestant process; each check forks a judge of
+its own, and the cell's code runs only in contestants, in the sandbox where it works). It is closed
+when the extension is unloaded and at the kernel's exit (atexit); a killed kernel's worker notices
+its owner's death and ends, leaving nothing behind.
 
 This is the top layer (grader/ARCHITECTURE.md): it may use the command's functions, never the reverse.
 """
 
 import atexit
 
-from grader.notebook.judge import KernelJudge
-
 
 def load_ipython_extension(ipython) -> None:
     """Register `%kata` (line and cell magic) with one judge for this kernel, closed at exit."""
     from IPython.core.magic import Magics, line_cell_magic, magics_class
 
+    from grader.judging.warm_judge import WarmJudge
+
     @magics_class
     class KataMagics(Magics):
-        """The `%kata` magic (grader.notebook.magic), holding the kernel's judge."""
+        """The `%kata` magic (grader.notebook.magic), holding the kernel's warm judge."""
 
         def __init__(self, shell):
             super().__init__(shell)
-            self.judge = KernelJudge()
+            self.judge = WarmJudge("auto")  # nothing starts before the first check
 
         @line_cell_magic
         def kata(self, line: str, cell: str | None = None) -> None:

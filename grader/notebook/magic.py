@@ -6,7 +6,7 @@
     %kata show SLUG                   the lesson, as Markdown
     %kata start SLUG                  the exercise (or your file, if there is one) as the next cell
     %%kata check SLUG [-v]            the cell is your file: saved (grader.notebook.cells), graded by
-                                      the kernel's judge (grader.notebook.judge), recorded
+                                      the kernel's warm judge, recorded
     %kata hint SLUG [--todo N]        the next hint, as `kata hint` picks it
     %kata drill SLUG [--level ...]    a drill as the next cell, whose first line is
     %%kata drill SLUG --check         `kata drill SLUG --check FILE` with the cell as the FILE
@@ -25,7 +25,6 @@ from grader.cli.options import SLUG, lang_option, timeout_option, workspace_opti
 from grader.cli.workspace import Workspace
 from grader.content.catalogue import Kata, in_pack
 from grader.content.i18n import phrase, pick_language
-from grader.notebook.judge import KernelJudge
 from grader.notebook.output import say_error, show
 
 
@@ -36,10 +35,10 @@ class Call:
 
     shell: Any
     cell: str | None
-    judge: KernelJudge
+    judge: Any  # grader.judging.warm_judge.WarmJudge
 
 
-def run(line: str, cell: str | None, shell, judge: KernelJudge) -> None:
+def run(line: str, cell: str | None, shell, judge) -> None:
     """Parse `line` as `%kata`'s arguments and run the command; every refusal is one line."""
     from grader.cli import usage_line
     from grader.report.inert import inert
