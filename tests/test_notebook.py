@@ -363,3 +363,38 @@ def test_colab_without_a_tty_or_bubblewrap_checks_unsandboxed_and_says_so(kernel
         assert kata.misconception(MISTAKE).title_in("en") in text and no_ansi(found)
     finally:
         kernel.close()
+
+
+@pytest.mark.slow
+def test_the_executed_notebooks_html_in_chromium_names_the_mistake(kernelspec, tmp_path):
+    """nbconvert's HTML of an executed notebook, opened in headless Chromium: the report's text,
+    read back from the DOM, names the mistake and where it lies; its colours are inline styles."""
+    import html
+
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+    from test_report_html import _chromium, need_browser
+
+    chromium = need_browser()
+    kata = get_kata(SLUG)
+    item = kata.misconception(MISTAKE)
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell("%load_ext grader.notebook"),
+        nbformat.v4.new_code_cell(check_cell(kata.variant(MISTAKE))),
+    ]
+    os.environ["JUPYTER_PATH"] = str(kernelspec)
+    (tmp_path / "tmp").mkdir()
+    client = NotebookClient(
+        notebook, kernel_name="kata-test", timeout=600, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute(env=kernel_env(kernelspec, tmp_path / "tmp"))
+    nbformat.validate(notebook)
+    page = tmp_path / "notebook.html"
+    body, _ = HTMLExporter().from_notebook_node(notebook)
+    page.write_text(body, encoding="utf-8")
+    dom = _chromium(chromium, tmp_path / "profile", "--dump-dom", page.resolve().as_uri()).stdout
+    text = flat(html.unescape(re.sub(r"<[^>]+>", " ", dom.split("<body", 1)[1])))
+    assert f"Likely misconception: {item.title_in('en')}" in text, text[-3000:]
+    assert flat(phrase("en", "located", todo=item.todo)) in text
+    assert re.search(r'<span style="[^"]*color: #[0-9a-f]{6}', dom) and ANSI not in dom
