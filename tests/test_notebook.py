@@ -93,18 +93,25 @@ def kernelspec(tmp_path_factory) -> Path:
     return root
 
 
-def kernel_env(kernelspec: Path, tmp: Path, **more: str) -> dict:
-    env = {**os.environ, "JUPYTER_PATH": str(kernelspec), "TMPDIR": str(tmp), "KATA_LANG": "en", **more}
+@pytest.fixture(scope="module", autouse=True)
+def jupyter_path(kernelspec):
+    """Where nbclient's kernel manager finds `kata-test`, for this module's tests."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(kernelspec))
+        yield
+
+
+def kernel_env(tmp: Path, **more: str) -> dict:
+    env = {**os.environ, "TMPDIR": str(tmp), "KATA_LANG": "en", **more}
     env.pop("KATA_WORKSPACE", None)
     env.pop("COLUMNS", None)
     return env
 
 
-def start_kernel(kernelspec: Path, folder: Path, **more: str) -> Kernel:
+def start_kernel(folder: Path, **more: str) -> Kernel:
     tmp = folder / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
-    os.environ["JUPYTER_PATH"] = str(kernelspec)  # where nbclient's kernel manager finds the spec
-    kernel = Kernel(folder, kernel_env(kernelspec, tmp, **more))
+    kernel = Kernel(folder, kernel_env(tmp, **more))
     loaded, _, _ = kernel.run("%load_ext grader.notebook")
     assert "error" not in loaded, loaded
     return kernel
@@ -256,9 +263,9 @@ def test_a_drill_is_the_next_cell_headed_by_its_check(shell):
 
 
 @pytest.fixture(scope="module")
-def kernel(kernelspec, tmp_path_factory):
+def kernel(tmp_path_factory):
     """One kernel for the checks below, in a folder of its own (its workspace: kata_workspace)."""
-    kernel = start_kernel(kernelspec, tmp_path_factory.mktemp("notebook"))
+    kernel = start_kernel(tmp_path_factory.mktemp("notebook"))
     yield kernel
     kernel.close()
 
@@ -318,10 +325,10 @@ def test_an_endless_loop_or_a_crash_fails_the_check_and_the_kernel_lives_on(kern
     assert later.get("stdout") == "42\n"
 
 
-def _shut_down_and_look(kernelspec, tmp_path, stop) -> None:
+def _shut_down_and_look(tmp_path, stop) -> None:
     """Start a kernel, check the reference once, `stop` it; no process below it and no temporary
     folder of it is left."""
-    kernel = start_kernel(kernelspec, tmp_path)
+    kernel = start_kernel(tmp_path)
     found, _, _ = kernel.run(check_cell(get_kata(SLUG).solution()))
     assert "0 failed" in report_text(found)
     pid = kernel.pid
@@ -335,24 +342,24 @@ def _shut_down_and_look(kernelspec, tmp_path, stop) -> None:
 
 
 @pytest.mark.slow
-def test_the_warm_processes_are_gone_after_the_kernel_shuts_down(kernelspec, tmp_path):
-    _shut_down_and_look(kernelspec, tmp_path, Kernel.close)
+def test_the_warm_processes_are_gone_after_the_kernel_shuts_down(tmp_path):
+    _shut_down_and_look(tmp_path, Kernel.close)
 
 
 @pytest.mark.slow
-def test_the_warm_processes_are_gone_after_the_kernel_is_killed(kernelspec, tmp_path):
+def test_the_warm_processes_are_gone_after_the_kernel_is_killed(tmp_path):
     def kill(kernel: Kernel) -> None:
         os.kill(kernel.pid, signal.SIGKILL)
         kernel.client.km.provisioner.process.wait(10)
         kernel.close()
 
-    _shut_down_and_look(kernelspec, tmp_path, kill)
+    _shut_down_and_look(tmp_path, kill)
 
 
 @pytest.mark.slow
-def test_colab_without_a_tty_or_bubblewrap_checks_unsandboxed_and_says_so(kernelspec, tmp_path):
+def test_colab_without_a_tty_or_bubblewrap_checks_unsandboxed_and_says_so(tmp_path):
     """Colab's kernel: no TTY, and no bwrap on PATH (only this virtualenv's bin)."""
-    kernel = start_kernel(kernelspec, tmp_path, PATH=str(Path(sys.executable).parent))
+    kernel = start_kernel(tmp_path, PATH=str(Path(sys.executable).parent))
     try:
         probe, _, _ = kernel.run("import shutil, sys; print(shutil.which('bwrap'), sys.stdin.isatty())")
         assert probe.get("stdout") == "None False\n"
@@ -366,7 +373,7 @@ def test_colab_without_a_tty_or_bubblewrap_checks_unsandboxed_and_says_so(kernel
 
 
 @pytest.mark.slow
-def test_the_executed_notebooks_html_in_chromium_names_the_mistake(kernelspec, tmp_path):
+def test_the_executed_notebooks_html_in_chromium_names_the_mistake(tmp_path):
     """nbconvert's HTML of an executed notebook, opened in headless Chromium: the report's text,
     read back from the DOM, names the mistake and where it lies; its colours are inline styles."""
     import html
@@ -383,12 +390,11 @@ def test_the_executed_notebooks_html_in_chromium_names_the_mistake(kernelspec, t
         nbformat.v4.new_code_cell("%load_ext grader.notebook"),
         nbformat.v4.new_code_cell(check_cell(kata.variant(MISTAKE))),
     ]
-    os.environ["JUPYTER_PATH"] = str(kernelspec)
     (tmp_path / "tmp").mkdir()
     client = NotebookClient(
         notebook, kernel_name="kata-test", timeout=600, resources={"metadata": {"path": str(tmp_path)}}
     )
-    client.execute(env=kernel_env(kernelspec, tmp_path / "tmp"))
+    client.execute(env=kernel_env(tmp_path / "tmp"))
     nbformat.validate(notebook)
     page = tmp_path / "notebook.html"
     body, _ = HTMLExporter().from_notebook_node(notebook)
@@ -398,3 +404,48 @@ def test_the_executed_notebooks_html_in_chromium_names_the_mistake(kernelspec, t
     assert f"Likely misconception: {item.title_in('en')}" in text, text[-3000:]
     assert flat(phrase("en", "located", todo=item.todo)) in text
     assert re.search(r'<span style="[^"]*color: #[0-9a-f]{6}', dom) and ANSI not in dom
+
+
+@pytest.mark.slow
+def test_in_a_student_pack_the_checks_use_recorded_values_and_drills_are_refused(tmp_path, monkeypatch):
+    """A pack built by `kata pack` (as tests/test_pack.py builds it), installed offline into a fresh
+    virtualenv; torch, IPython and ipykernel come from this one (a .pth line), the grader only from
+    the pack. A variant is named, the report says the values are recorded and TODOs not located by
+    transplant, and `%kata drill` is one line."""
+    import subprocess
+    import sysconfig
+
+    from grader.pack.build import build
+
+    slug = "group_advantages"
+    build(tmp_path / "course", [slug])
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(
+        subprocess.check_output(
+            [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], text=True
+        ).strip()
+    )
+    (site / "zz_this_venv.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index", "--no-deps"]
+    subprocess.run([*pip, str(tmp_path / "course" / "pack")], check=True)
+    spec = tmp_path / "jupyter" / "kernels" / "kata-test"
+    spec.mkdir(parents=True)
+    argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "pack", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    kernel = start_kernel(tmp_path / "notebook")
+    try:
+        where, _, _ = kernel.run("import grader; print(grader.__file__)")
+        assert where.get("stdout", "").startswith(str(site)), where
+        kata = get_kata(slug)
+        item = kata.misconceptions[0]
+        found, _, _ = kernel.run(f"%%kata check {slug}\n" + kata.variant(item.id))
+        text = report_text(found)
+        assert flat(phrase("en", "nb_recorded")) in text and item.title_in("en", True) in text, text
+        assert no_ansi(found)
+        drill, reply, _ = kernel.run(f"%kata drill {slug}")
+        assert drill.get("stderr") == phrase("en", "nb_no_drill_in_pack") + "\n" and not reply["payload"], drill
+    finally:
+        kernel.close()

@@ -215,12 +215,12 @@ def hint_command(kata: Kata, todo_number: int | None, workspace_dir, lang: str |
 @lang_option
 def drill_command(kata: Kata, level, blanks, ratio, seed, function, check: bool, workspace_dir, timeout, lang) -> None:
     """A drill of KATA as the next cell; `%%kata drill KATA --check` grades it, blank by blank."""
-    from grader.cli.drill import drill_check, new_drill, refuse_settings
-
     chosen, lang = lang, pick_language(lang)
-    if in_pack():
+    if in_pack():  # a student pack has no reference, and no grader.cli.drill
         say_error(phrase(lang, "nb_no_drill_in_pack"))
         return
+    from grader.cli.drill import drill_check, new_drill, refuse_settings
+
     call = click.get_current_context().obj
     workspace = _workspace(workspace_dir, lang)
     if check:
