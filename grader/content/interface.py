@@ -241,6 +241,7 @@ PHRASES = {
         "nb_recorded": "Checked with the values recorded in the student pack, which holds no reference:"
         " the TODOs are not located by transplant.",
         "nb_the_drill": "the drill",
+        "nb_no_labs_in_pack": "kata: a student pack has no labs.",
     },
     "zh": {
         "wrote_todos": "[passed]✓[/] 已写入 [code]{path}[/]（{todos}）",
@@ -455,5 +456,6 @@ PHRASES = {
         "nb_no_drill_in_pack": "kata：学生包里没有默写（默写需要参考答案）。",
         "nb_recorded": "本次检查使用学生包中记录的数值；学生包里没有参考答案，无法通过替换逐个 TODO 定位错误。",
         "nb_the_drill": "默写题",
+        "nb_no_labs_in_pack": "kata：学生包里没有实验。",
     },
 }
