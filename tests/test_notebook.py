@@ -3,8 +3,10 @@ the exercise as the next cell (an execute-reply payload of source "set_next_inpu
 grades the cell in contestants (the reference passes, a misconception variant is named with its
 TODO, an endless loop and a crash leave the kernel alive), reports are HTML and plain text without
 ANSI, and the warm processes end with the kernel (shut down or killed). Colab's conditions (no TTY,
-no bubblewrap) check unsandboxed and say so. The quick tier holds what needs no kernel: the HTML
-export and the bad-argument lines of an in-process shell.
+no bubblewrap) check unsandboxed and say so. A student pack checks from recorded values and has no
+drill; a notebook `kata notebook` builds runs its exercise cell as the check; `%kata lab run` is
+gpu_labs.notebook's run. The quick tier holds what needs no kernel: the HTML export and the
+bad-argument lines of an in-process shell.
 
 The kernel runs this virtualenv's Python: a kernelspec in a temporary JUPYTER_PATH.
 """
@@ -449,3 +451,52 @@ def test_in_a_student_pack_the_checks_use_recorded_values_and_drills_are_refused
         assert drill.get("stderr") == phrase("en", "nb_no_drill_in_pack") + "\n" and not reply["payload"], drill
     finally:
         kernel.close()
+
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("lab run no_such_lab", "unknown lab 'no_such_lab'"),
+        ("lab run grpo_mechanism --run-mode nope --lang zh", "运行模式 `nope` 无效"),
+    ],
+)
+def test_a_refused_lab_is_one_line_and_writes_nothing(shell, capsys, tmp_path, line, words):
+    shell.run_line_magic("kata", line)
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and words in captured.err and "Traceback" not in captured.out
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_dry_lab_run_from_the_magic_writes_the_evidence_of_kata_lab_run(shell, tmp_path):
+    shell.run_line_magic("kata", "lab run grpo_mechanism --run-mode dry_run --label from_magic")
+    evidence = json.loads((tmp_path / "runs" / "grpo_mechanism" / "from_magic" / "evidence.json").read_text())
+    assert evidence["lab"] == "grpo_mechanism" and evidence["run_mode"] == "dry_run"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["reference", MISTAKE])
+def test_a_generated_notebook_runs_its_exercise_cell_as_the_check(tmp_path, target):
+    """`kata notebook`'s notebook (grader.content.notebook), executed with its exercise cell holding
+    the reference (every check passes) or a variant (the mistake and its TODO are named)."""
+    from nbclient import NotebookClient
+
+    from grader.content.notebook import cells, kata_notebook
+
+    kata = get_kata(SLUG)
+    code = kata.solution() if target == "reference" else kata.variant(target)
+    notebook = kata_notebook(kata, "en", exercise=code)
+    (tmp_path / "tmp").mkdir()
+    client = NotebookClient(
+        notebook, kernel_name="kata-test", timeout=600, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute(env=kernel_env(tmp_path / "tmp"))
+    [exercise] = cells(notebook, "exercise")
+    found = outputs(exercise)
+    text = report_text(found)
+    assert no_ansi(found)
+    if target == "reference":
+        assert re.search(r"[1-9]\d* passed, 0 failed$", text), text
+    else:
+        item = kata.misconception(target)
+        assert f"Likely misconception: {item.title_in('en')}" in text and f"Next: TODO {item.todo} first" in text

@@ -10,6 +10,7 @@
     %kata hint SLUG [--todo N]        the next hint, as `kata hint` picks it
     %kata drill SLUG [--level ...]    a drill as the next cell, whose first line is
     %%kata drill SLUG --check         `kata drill SLUG --check FILE` with the cell as the FILE
+    %kata lab run NAME [--run-mode]   a lab, as gpu_labs.notebook.run_in_notebook runs it (cpu_smoke)
 
 The cell's code is never run in the kernel: the judge runs it in contestants. Reports are shown
 as HTML and plain text (grader.notebook.output), never as ANSI.
@@ -234,3 +235,28 @@ def drill_command(kata: Kata, level, blanks, ratio, seed, function, check: bool,
     exercise, _, line = new_drill(kata, level, blanks, ratio, seed, function, lang)
     call.shell.set_next_input(_first_line("drill", kata, chosen, "--check") + exercise.file_text(lang))
     show(line, phrase(lang, "nb_next_cell", what=phrase(lang, "nb_the_drill")))
+
+
+@magic.group("lab")
+def lab_group():
+    """The labs on a real model, run from a cell (gpu_labs.notebook; not in a student pack)."""
+
+
+@lab_group.command("run")
+@click.argument("name")
+@click.option("--run-mode", default="cpu_smoke", show_default=True, help="dry_run, cpu_smoke or real_gpu.")
+@click.option("--label", help="Name of this run (default: RUN_MODE-UTC time); a used label is refused.")
+@click.option("--model", "model_spec", metavar="SPEC", help="smollm2, tiny, a hub id or a local model folder.")
+@lang_option
+def lab_run_command(name: str, run_mode: str, label: str | None, model_spec: str | None, lang: str | None) -> None:
+    """Run lab NAME as `kata lab run NAME` does: bars in place, its curves and summary in the cell."""
+    lang = pick_language(lang)
+    if in_pack():  # a student pack brings no labs
+        say_error(phrase(lang, "nb_no_labs_in_pack"))
+        return
+    from gpu_labs.notebook import NotebookRefusal, run_in_notebook
+
+    try:
+        run_in_notebook(name, run_mode, label=label, model=model_spec, lang=lang)
+    except NotebookRefusal as refusal:  # an unknown lab or run mode, no CUDA, no model: one line
+        say_error(str(refusal))
