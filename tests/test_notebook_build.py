@@ -115,8 +115,13 @@ def test_a_chinese_notebook_carries_the_chinese_lesson_hints_and_magics(notebook
 
 
 def test_the_setup_cell_loads_the_extension_below_the_readmes_install_commented():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
     assert notebook.INSTALL in readme
+    version = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert f"post_training_katas-{version}-py3-none-any.whl" in notebook.INSTALL, "the wheel pip wheel builds"
     for lang in LANGS:
         install, load = _only(kata_notebook(get_kata("dpo_loss"), lang), "setup").source.splitlines()
         assert install.startswith(f"# !{notebook.INSTALL}   # ") and load == "%load_ext grader.notebook"
@@ -313,7 +318,7 @@ def test_without_nbformat_it_says_what_to_install(kata_main, monkeypatch, tmp_pa
     run = kata_main("notebook", "grpo_loss", "--out", tmp_path / "g.ipynb")
 
     assert run.status == 1 and len(run.err.strip().splitlines()) == 1
-    assert notebook.INSTALL in run.err and not (tmp_path / "g.ipynb").exists()
+    assert notebook.NEEDS in run.err and not (tmp_path / "g.ipynb").exists()
 
 
 def test_importing_the_command_and_the_builder_loads_no_nbformat():

@@ -39,14 +39,14 @@ def notebook(kata: Kata | None, every: bool, out: Path, lang: str | None) -> int
     """
     import importlib.util
 
-    from grader.content.notebook import INSTALL, kata_notebook, notebook_text
+    from grader.content.notebook import NEEDS, kata_notebook, notebook_text
 
     lang = pick_language(lang)
     if (kata is None) == (not every):
         raise click.UsageError(phrase(lang, "notebook_not_both" if every else "notebook_one_of"))
     targets = _targets(kata, every, out, lang)
     if importlib.util.find_spec("nbformat") is None:  # it comes with the `notebook` extra
-        errors.print(phrase(lang, "notebook_needs", install=INSTALL), style="error", markup=False)
+        errors.print(phrase(lang, "notebook_needs", install=NEEDS), style="error", markup=False)
         return 1
     for item, path in targets:
         try:

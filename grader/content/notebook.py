@@ -25,7 +25,8 @@ from grader.content.i18n import phrase, say, speaking
 
 ROLES = ("lesson", "setup", "check", "exercise", "hints", "drill")
 EXTENSION = "grader.notebook"
-INSTALL = 'pip install "post-training-katas[notebook]"'  # the README's, for Colab
+INSTALL = "pip install -q post_training_katas-0.1.0-py3-none-any.whl"  # the README's, for Colab (the wheel uploaded)
+NEEDS = 'pip install "nbformat>=5.9"'  # what `kata notebook` needs (the `notebook` extra has it)
 PACK_INSTALL = "pip install ./pack"  # a student pack, uploaded beside the notebook
 CODE_HINT = r"`[^`]*[=(][^`]*`"  # grader.cli.hints.CODE: a last hint with such a span shows the code
 
