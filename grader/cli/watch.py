@@ -130,6 +130,7 @@ class FileChanges:
     """
 
     WAKE_MS = 100
+    QUIET_MS = 20  # a batch ends after this long without a change (watchfiles' 50 ms, less: a save is answered sooner)
 
     def __init__(self, root: Path, poll: bool):
         self.root, self.poll = root, poll
@@ -143,6 +144,7 @@ class FileChanges:
             recursive=False,
             raise_interrupt=True,  # not its English log line: watch_workspace says it in the learner's language
             rust_timeout=self.WAKE_MS,
+            step=self.QUIET_MS,
             yield_on_timeout=True,
         )
         return itertools.chain([next(batches, set())], batches)
