@@ -118,7 +118,7 @@ def every_output(root: Path, students: tuple[str, str], text: str, kata_main, mo
         outputs[f"terminal, colour: {student}"] = terminal(result, colour=True)
         outputs[f"terminal: {student}"] = terminal(result, colour=False)
         monkeypatch.setattr("grader.run.grading.run_checks", lambda *args, result=result, **kwargs: result)
-        monkeypatch.setattr("grader.cli.watch.run_checks", lambda *args, result=result, **kwargs: result)
+        monkeypatch.setattr("grader.judging.warm_judge.WarmJudge.check", lambda *args, result=result, **kwargs: result)
         (root / f"{SLUG}.py").write_text("pass\n")
         outputs[f"kata check: {student}"] = kata_main("check", SLUG, "--file", root / f"{SLUG}.py").out
         outputs[f"kata check --json: {student}.json"] = kata_main(
@@ -305,7 +305,7 @@ def test_a_grading_error_quoting_the_judge_is_printed_inert_and_as_it_is(tmp_pat
         raise GradingError("the grader failed: [red]x[/red] \x1b[2J")
 
     monkeypatch.setattr("grader.run.grading.run_checks", fail)
-    monkeypatch.setattr("grader.cli.watch.run_checks", fail)
+    monkeypatch.setattr("grader.judging.warm_judge.WarmJudge.check", fail)
     (tmp_path / f"{SLUG}.py").write_text("pass\n")
     run = kata_main("check", SLUG, "--file", tmp_path / f"{SLUG}.py")
     assert run.status == 1 and run.err == "kata: the grader failed: [red]x[/red] \\x1b[2J\n"
