@@ -70,6 +70,32 @@ def test_a_change_to_the_grader_or_a_kata_starts_the_worker_again(tmp_path, monk
         assert not _alive(first)
 
 
+@pytest.mark.slow
+def test_a_check_interrupted_midway_leaves_the_next_check_its_own_result(tmp_path):
+    """Ctrl-C (a kernel's interrupt) during a check: the next check answers for its own file."""
+    kata = get_kata("group_advantages")
+    correct = _file(tmp_path, kata, None)
+    hanging = tmp_path / "hang" / f"{kata.slug}.py"
+    hanging.parent.mkdir()
+    hanging.write_text(kata.solution().replace("    # TODO 1", "    while True:\n        pass\n    # TODO 1", 1))
+
+    def interrupt(number, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with WarmJudge() as judge:
+            assert judge.check(kata, correct).failed == 0
+            signal.setitimer(signal.ITIMER_REAL, 1.0)
+            with pytest.raises(KeyboardInterrupt):
+                judge.check(kata, hanging, timeout=5.0)
+            result = judge.check(kata, correct)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert result.failed == 0 and result.target == str(correct.resolve()), result.target
+
+
 def test_the_installed_stamp_changes_with_any_file_under_the_grader_the_katas_or_the_references(tmp_path, monkeypatch):
     roots = [tmp_path / name for name in ("grader", "katas", "reference")]
     for root in roots:

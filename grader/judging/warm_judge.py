@@ -57,7 +57,11 @@ class WarmJudge:
             refuse_missing_packages(kata)
             pool = self._ready(kata, lang)
             task = (judge_file, (kata.slug, str(Path(path).resolve()), timeout, lang))
-            [(_, outcome)] = list(pool.run([task]))
+            try:
+                [(_, outcome)] = list(pool.run([task]))
+            except BaseException:  # interrupted (Ctrl-C, a kernel's interrupt): the worker is mid-check
+                self.close()  # never to answer the next check with this one's result
+                raise
             if isinstance(outcome, Failed | Died):
                 raise GradingError(say(f"the grader failed: {outcome.reason}", f"评分程序出错：{outcome.reason}"))
             if isinstance(outcome, GradingError):
