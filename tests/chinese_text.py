@@ -133,6 +133,10 @@ KEPT = {
     "HF",
     "Jupyter",  # where learners already work (issue 32)
     "Colab",
+    "KTO",  # issue 33: the kto_loss kata and the authors it cites
+    "Ethayarajh",
+    "Kahneman",
+    "Tversky",
 }
 # Formula notation, not prose: the function names of the lessons' math; and technical abbreviations
 KEPT |= {"log", "exp", "max", "min", "mean", "sum", "std", "var", "grad", "delta", "pi", "logit", "log-sigmoid", "sqrt"}
