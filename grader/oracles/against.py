@@ -20,6 +20,7 @@ TRL_FUNCTIONS = {
     "verifier_reward": ("combine_rewards",),
     "token_logprobs": ("response_log_probs", "token_entropy"),
     "dapo_gspo": ("dapo_loss", "gspo_loss"),
+    "kto_loss": ("kto_loss",),
 }
 
 

@@ -3,6 +3,7 @@
     compute_grpo_loss  GRPOTrainer._compute_loss (loss_type grpo / bnpo / dr_grpo, token-level
                        ratio, two-sided clip at epsilon, k3 KL with beta and no bias correction)
     dpo_loss           DPOTrainer._compute_loss (loss_type sigmoid / hinge / ipo)
+    kto_loss           KTOTrainer._compute_loss (loss_type kto; z_0 as the trainer logs it)
     combine_rewards    GRPOTrainer._calculate_rewards (None -> NaN, one column per function) and
                        the weighted nansum of GRPOTrainer._generate_and_score_completions
     response_log_probs trl.trainer.utils.selective_log_softmax on logits[:, :-1] and input_ids[:, 1:]
@@ -38,6 +39,7 @@ from grader.oracles.against import TRL_FUNCTIONS, TRL_PIP, TRL_VERSION, TrlUnava
 from reference import dapo_gspo as dapo_gspo_reference
 from reference import dpo_loss as dpo_reference
 from reference import grpo_loss as grpo_reference
+from reference import kto_loss as kto_reference
 from reference import token_logprobs as logprobs_reference
 from reference import verifier_reward as reward_reference
 
@@ -273,6 +275,71 @@ def trl_dpo_loss(token_log_probs, completion_mask, ref_chosen_logp, ref_rejected
     return run_trl("DPOTrainer._compute_loss", trainer.__class__._compute_loss, trainer, policy, inputs, False)
 
 
+def kto_loss(
+    policy_logps,
+    ref_logps,
+    desirable,
+    policy_kl_logps,
+    ref_kl_logps,
+    beta=0.1,
+    desirable_weight=1.0,
+    undesirable_weight=1.0,
+):
+    """(loss, kl) as reference.kto_loss.kto_loss, both from KTOTrainer._compute_loss (see trl_kto_loss)."""
+    args = (policy_logps, ref_logps, desirable, policy_kl_logps, ref_kl_logps)
+    with torch.no_grad():  # the input contract
+        kto_reference.kto_loss(*args, beta, desirable_weight, undesirable_weight)
+    return trl_kto_loss(*args, beta, desirable_weight, undesirable_weight)
+
+
+def trl_kto_loss(
+    policy_logps, ref_logps, desirable, policy_kl_logps, ref_kl_logps, beta, desirable_weight, undesirable_weight
+):
+    """KTOTrainer._compute_loss (loss_type "kto") on sequence log-probs and precomputed reference ones.
+
+    Each sequence log-prob is presented as a one-token completion (input_ids of width 2: a prompt
+    token, then the completion token), the mismatched KL pairs likewise with width 3 (a prompt
+    token, the completion token and a 0 log-prob): the stub policy tells the two forwards apart
+    by that width. TRL runs the KL forward under no_grad, so z_0 gets no gradient, as in the kata.
+    Returns TRL's loss and the z_0 it logs (`_metrics["eval"]["kl"]`), in the inputs' dtype.
+    """
+    batch, kl_batch = policy_logps.shape[0], policy_kl_logps.shape[0]
+    kl_tokens = torch.stack([policy_kl_logps, torch.zeros_like(policy_kl_logps)], -1)  # (K, 2)
+
+    def policy(input_ids, **_):
+        log_probs = kl_tokens if input_ids.shape[1] == 3 else policy_logps.unsqueeze(-1)  # (K, 2) or (B, 1)
+        zeros = torch.zeros_like(log_probs)
+        return types.SimpleNamespace(log_probs=log_probs, entropy=zeros, mean_logits=zeros)
+
+    trainer = bare_trainer(
+        "KTOTrainer",
+        beta=float(beta),
+        loss_type="kto",
+        desirable_weight=float(desirable_weight),
+        undesirable_weight=float(undesirable_weight),
+        calculate_KL=True,
+        precompute_ref_logps=True,
+        _total_train_tokens=0,
+    )
+    inputs = {
+        "input_ids": torch.zeros(batch, 2, dtype=torch.long),
+        "attention_mask": torch.ones(batch, 2, dtype=torch.long),
+        "completion_mask": torch.tensor([[0, 1]]).repeat(batch, 1),  # (B, 2): prompt, completion
+        "KL_input_ids": torch.zeros(kl_batch, 3, dtype=torch.long),
+        "KL_attention_mask": torch.ones(kl_batch, 3, dtype=torch.long),
+        "KL_completion_mask": torch.tensor([[0, 1, 1]]).repeat(kl_batch, 1),  # (K, 3)
+        "label": desirable,  # (B,) bool
+        "ref_logps": ref_logps.detach(),  # (B,)
+        "ref_KL_logps": ref_kl_logps.detach(),  # (K,)
+    }
+    loss = run_trl("KTOTrainer._compute_loss", trainer.__class__._compute_loss, trainer, policy, inputs, False)
+    logged = trainer._metrics["eval"]["kl"]
+    if not logged:
+        raise internals_changed("KTOTrainer._compute_loss", LookupError("no longer logs the metric 'kl'"))
+    kl = torch.tensor(logged[-1], dtype=policy_logps.dtype)  # () TRL's z_0, as it logs it
+    return loss, kl
+
+
 def combine_rewards(scores, weights):
     """As reference.verifier_reward.combine_rewards: TRL's reward table, then TRL's combination lines."""
     reward_reference.combine_rewards(scores, weights)  # the input contract
@@ -383,6 +450,7 @@ SMOKE_TESTS = {
         loss_type="dr_grpo",
     ),
     "dpo_loss": lambda: dpo_loss(*torch.zeros(4, 1), loss_type="ipo"),
+    "kto_loss": lambda: kto_loss(*torch.zeros(2, 2), torch.tensor([True, False]), *torch.zeros(2, 3)),
     "dapo_gspo": lambda: [
         loss(torch.zeros(2, 2), torch.zeros(2, 2), torch.tensor([1.0, -1.0]), torch.tensor([[True, False]] * 2))
         for loss in (dapo_loss, gspo_loss)
@@ -398,6 +466,7 @@ SMOKE_TESTS = {
 ORACLE_FUNCTIONS = {
     "compute_grpo_loss": compute_grpo_loss,
     "dpo_loss": dpo_loss,
+    "kto_loss": kto_loss,
     "combine_rewards": combine_rewards,
     "response_log_probs": response_log_probs,
     "token_entropy": token_entropy,
