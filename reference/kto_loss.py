@@ -30,8 +30,9 @@ import math
 import torch
 
 
-def _check_inputs(policy_logps, ref_logps, desirable, policy_kl_logps, ref_kl_logps, beta, weights):
+def _check_inputs(logps, desirable, beta, weights):
     """Raise ValueError unless the log-probs are finite non-empty 1-D pairs and the numbers valid."""
+    policy_logps, ref_logps, policy_kl_logps, ref_kl_logps = logps
     for name, first, second in (
         ("policy_logps and ref_logps", policy_logps, ref_logps),
         ("policy_kl_logps and ref_kl_logps", policy_kl_logps, ref_kl_logps),
@@ -50,7 +51,7 @@ def _check_inputs(policy_logps, ref_logps, desirable, policy_kl_logps, ref_kl_lo
     weights = tuple(float(weight) for weight in weights)
     if not all(math.isfinite(weight) and weight >= 0 for weight in weights):
         raise ValueError("desirable_weight and undesirable_weight must be finite and >= 0")
-    return beta, weights
+    return (beta, *weights)
 
 
 def kto_loss(
@@ -85,8 +86,9 @@ def kto_loss(
             that is not bool or not (B,), beta <= 0 or not finite, or a negative or non-finite
             weight.
     """
-    beta, (desirable_weight, undesirable_weight) = _check_inputs(
-        policy_logps, ref_logps, desirable, policy_kl_logps, ref_kl_logps, beta, (desirable_weight, undesirable_weight)
+    logps = (policy_logps, ref_logps, policy_kl_logps, ref_kl_logps)
+    beta, desirable_weight, undesirable_weight = _check_inputs(
+        logps, desirable, beta, (desirable_weight, undesirable_weight)
     )
 
     # TODO 1: the reference point z_0 from the mismatched pairs, a constant clamped at 0
