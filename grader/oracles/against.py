@@ -21,6 +21,7 @@ TRL_FUNCTIONS = {
     "token_logprobs": ("response_log_probs", "token_entropy"),
     "dapo_gspo": ("dapo_loss", "gspo_loss"),
     "kto_loss": ("kto_loss",),
+    "preference_free": ("simpo_loss", "orpo_loss"),  # log1mexp stays the reference's: TRL's has NaN gradients near 0
 }
 
 

@@ -12,6 +12,10 @@
                        the valid tokens / num_items_in_batch: here the valid tokens of the batch)
     gspo_loss          GRPOTrainer._compute_loss with importance_sampling_level "sequence" and
                        loss_type "grpo" (one clipped ratio per response, the mean over responses)
+    simpo_loss         trl.experimental.cpo's CPOTrainer.cpo_loss with loss_type "simpo", averaged
+                       (label_smoothing 0, alpha 0, and cpo_alpha 0: no NLL term)
+    orpo_loss          trl.experimental.orpo's ORPOTrainer.odds_ratio_loss, then
+                       `policy_nll_loss - losses.mean()` (TRL computes in float32)
 
 How, without a model: a trainer is built with `object.__new__` (its __init__ never runs, so no
 model, config or accelerator is made) and given exactly the attributes its loss method reads.
@@ -28,9 +32,11 @@ line no longer in its source) becomes one TrlUnavailable naming the pinned versi
 """
 
 import functools
+import importlib
 import inspect
 import logging
 import types
+import warnings
 from collections import defaultdict
 
 import torch
@@ -40,6 +46,7 @@ from reference import dapo_gspo as dapo_gspo_reference
 from reference import dpo_loss as dpo_reference
 from reference import grpo_loss as grpo_reference
 from reference import kto_loss as kto_reference
+from reference import preference_free as free_reference
 from reference import token_logprobs as logprobs_reference
 from reference import verifier_reward as reward_reference
 
@@ -439,6 +446,71 @@ class _quiet:
         self.logger.setLevel(self.level)
 
 
+# The lines that turn TRL's per-pair losses into the loss (get_batch_loss_metrics, trl 1.16.0):
+# simpo_loss and orpo_loss run them after checking that they are still there.
+CPO_LOSS_LINE = "loss = losses.mean() + self.cpo_alpha * policy_nll_loss"  # cpo_alpha = 0: losses.mean()
+ORPO_LOSS_LINE = "loss = policy_nll_loss - losses.mean()"
+
+
+def experimental_trainer(module: str, name: str, **attributes):
+    """bare_trainer for trl.experimental.<module>.<name> (TRL 1.16.0 keeps CPO and ORPO there)."""
+    trl()
+    try:
+        with warnings.catch_warnings():  # the notice that trl.experimental is unstable: the pin covers it
+            warnings.simplefilter("ignore")
+            cls = getattr(importlib.import_module(f"trl.experimental.{module}"), name)
+    except (ImportError, AttributeError) as error:
+        raise internals_changed(f"trl.experimental.{module}.{name}", error) from None
+    trainer = object.__new__(cls)
+    trainer.__dict__.update(accelerator=_Accelerator(), **attributes)
+    return trainer
+
+
+def simpo_loss(chosen_avg_logps, rejected_avg_logps, beta=2.0, gamma=0.5):
+    """As reference.preference_free.simpo_loss: CPOTrainer.cpo_loss with loss_type "simpo", averaged."""
+    with torch.no_grad():  # the input contract
+        free_reference.simpo_loss(chosen_avg_logps, rejected_avg_logps, beta, gamma)
+    trainer = experimental_trainer(
+        "cpo",
+        "CPOTrainer",
+        beta=float(beta),
+        simpo_gamma=float(gamma),
+        loss_type="simpo",
+        label_smoothing=0.0,
+        alpha=0.0,
+    )
+    _check_source_line(type(trainer), "get_batch_loss_metrics", CPO_LOSS_LINE)
+    losses, _, _ = run_trl("CPOTrainer.cpo_loss", type(trainer).cpo_loss, trainer, chosen_avg_logps, rejected_avg_logps)
+    return losses.mean()  # () CPO_LOSS_LINE with cpo_alpha = 0
+
+
+def orpo_loss(chosen_avg_logps, rejected_avg_logps, chosen_nll, beta=0.1):
+    """As reference.preference_free.orpo_loss: ORPOTrainer.odds_ratio_loss, then ORPO_LOSS_LINE.
+
+    TRL returns only the batch mean of the log odds ratios, so each pair's comes from a call on that
+    pair alone. TRL casts the log-probs to float32; both results are cast back to the dtypes the
+    reference returns (the kata's convention), their values staying TRL's.
+    """
+    with torch.no_grad():  # the input contract
+        free_reference.orpo_loss(chosen_avg_logps, rejected_avg_logps, chosen_nll, beta)
+    trainer = experimental_trainer("orpo", "ORPOTrainer", beta=float(beta))
+    _check_source_line(type(trainer), "get_batch_loss_metrics", ORPO_LOSS_LINE)
+    odds_ratio_loss = functools.partial(run_trl, "ORPOTrainer.odds_ratio_loss", type(trainer).odds_ratio_loss, trainer)
+    losses, *_ = odds_ratio_loss(chosen_avg_logps, rejected_avg_logps)  # (B,) beta * log sigmoid(log odds)
+    policy_nll_loss = chosen_nll
+    loss = policy_nll_loss - losses.mean()  # () ORPO_LOSS_LINE
+    pairs = range(chosen_avg_logps.shape[0])
+    log_odds = torch.stack([odds_ratio_loss(chosen_avg_logps[[i]], rejected_avg_logps[[i]])[4] for i in pairs])  # (B,)
+    return loss.to(torch.promote_types(chosen_avg_logps.dtype, chosen_nll.dtype)), log_odds.to(chosen_avg_logps.dtype)
+
+
+@functools.cache
+def _check_source_line(cls, method: str, line: str) -> None:
+    """Raise TrlUnavailable unless `cls.method`'s source still holds `line`."""
+    if line not in inspect.getsource(getattr(cls, method)):
+        raise internals_changed(f"{cls.__name__}.{method}", LookupError(f"no longer contains {line!r}"))
+
+
 SMOKE_TESTS = {
     "grpo_loss": lambda: compute_grpo_loss(
         torch.zeros(2, 1),
@@ -461,6 +533,10 @@ SMOKE_TESTS = {
             ..., None
         ]
     ),
+    "preference_free": lambda: (
+        simpo_loss(-torch.ones(2), -torch.full((2,), 2.0)),
+        orpo_loss(-torch.ones(2), -torch.full((2,), 2.0), torch.tensor(1.0)),
+    ),
 }
 
 ORACLE_FUNCTIONS = {
@@ -472,6 +548,8 @@ ORACLE_FUNCTIONS = {
     "token_entropy": token_entropy,
     "dapo_loss": dapo_loss,
     "gspo_loss": gspo_loss,
+    "simpo_loss": simpo_loss,
+    "orpo_loss": orpo_loss,
 }
 
 
