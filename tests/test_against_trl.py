@@ -150,3 +150,20 @@ def test_a_plain_report_says_nothing_about_trl():
     console.print(build_report(result, get_kata("grpo_loss"), "en", "f.py"))
 
     assert "TRL" not in console.file.getvalue()
+
+
+@pytest.mark.parametrize("slug", sorted(against.TRL_FUNCTIONS))
+def test_each_trl_backed_function_is_its_katas_with_the_references_signature(slug):
+    """Without TRL: the functions --against trl replaces are the kata's own, each has an oracle with
+    the reference's signature, and the kata has a smoke test (run once before grading)."""
+    import inspect
+
+    from grader.oracles import trl_oracle
+
+    kata = get_kata(slug)
+    reference = __import__(f"reference.{slug}", fromlist=["_"])
+    assert slug in trl_oracle.SMOKE_TESTS
+    for name in against.TRL_FUNCTIONS[slug]:
+        assert name in kata.functions
+        oracle = trl_oracle.ORACLE_FUNCTIONS[name]
+        assert inspect.signature(oracle) == inspect.signature(getattr(reference, name)), name
