@@ -21,11 +21,7 @@ eps=1e-4, eps_mode="add" it must give TRL's advantages exactly for scale_rewards
 and "none"; its rloo_advantages must give RLOOTrainer's leave-one-out advantages.
 """
 
-import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -47,7 +43,6 @@ from reference import verifier_reward as reward_reference  # noqa: E402
 from reference.group_advantages import compute_group_advantages  # noqa: E402
 
 TOL = {"rtol": 1e-6, "atol": 1e-6}
-KATA_SCRIPT = Path(sys.executable).with_name("kata")
 
 # GRPOTrainer._generate_and_score_completions (trl 1.16.0, scale_rewards="group"): trl_group_advantages
 # runs these statements after checking that the installed source still has them
@@ -485,22 +480,9 @@ def test_a_changed_combination_line_is_detected(monkeypatch):
 # -- kata check SLUG --against trl ---------------------------------------------------------------------
 
 
-def kata_check(slug: str, source: str, tmp_path: Path) -> tuple[int, dict]:
-    path = tmp_path / f"{slug}.py"
-    path.write_text(source, encoding="utf-8")
-    done = subprocess.run(
-        [str(KATA_SCRIPT), "check", slug, "--against", "trl", "--file", str(path), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-    )
-    return done.returncode, json.loads(done.stdout)
-
-
 @pytest.mark.parametrize("slug", ["grpo_loss", "dpo_loss", "verifier_reward", "token_logprobs"])
-def test_kata_check_against_trl_passes_the_reference_solution(slug, tmp_path):
-    status, data = kata_check(slug, get_kata(slug).solution(), tmp_path)
+def test_kata_check_against_trl_passes_the_reference_solution(slug, check_against_trl):
+    status, data = check_against_trl(slug, get_kata(slug).solution())
     assert status == 0 and data["failed"] == 0 and data["against"] == "trl"
     assert any(check["expected_from"] == "trl" for check in data["checks"])
     assert any(check["expected_from"] == "reference" for check in data["checks"])  # the input contract
@@ -510,8 +492,8 @@ def test_kata_check_against_trl_passes_the_reference_solution(slug, tmp_path):
     ("slug", "misconception"),
     [("grpo_loss", "batch_token_mean"), ("verifier_reward", "unscorable_gives_zero"), ("token_logprobs", "no_shift")],
 )
-def test_kata_check_against_trl_fails_a_wrong_file(slug, misconception, tmp_path):
-    status, data = kata_check(slug, get_kata(slug).variant(misconception), tmp_path)
+def test_kata_check_against_trl_fails_a_wrong_file(slug, misconception, check_against_trl):
+    status, data = check_against_trl(slug, get_kata(slug).variant(misconception))
     failed_by_trl = [c for c in data["checks"] if c["status"] != "passed" and c["expected_from"] == "trl"]
     assert status == 1 and failed_by_trl
 
@@ -597,13 +579,13 @@ def test_overlong_penalty_matches_trls_soft_overlong_punishment():
         torch.testing.assert_close(ours, torch.tensor(trls, dtype=torch.float32), **TOL)
 
 
-def test_kata_check_dapo_gspo_against_trl(tmp_path):
+def test_kata_check_dapo_gspo_against_trl(check_against_trl):
     """`kata check dapo_gspo --against trl` passes the reference and fails a wrong GSPO ratio."""
     kata = get_kata("dapo_gspo")
-    status, data = kata_check("dapo_gspo", kata.solution(), tmp_path)
+    status, data = check_against_trl("dapo_gspo", kata.solution())
     assert status == 0 and data["failed"] == 0 and data["against"] == "trl"
     assert any(check["expected_from"] == "trl" for check in data["checks"])
     for misconception in ("per_sequence_mean", "sequence_ratio_sum"):
-        status, data = kata_check("dapo_gspo", kata.variant(misconception), tmp_path)
+        status, data = check_against_trl("dapo_gspo", kata.variant(misconception))
         failed_by_trl = [c for c in data["checks"] if c["status"] != "passed" and c["expected_from"] == "trl"]
         assert status == 1 and failed_by_trl, misconception

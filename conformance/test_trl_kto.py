@@ -7,11 +7,6 @@ respect to the policy log-probs, to 1e-6 in float64 and float32, on seeded batch
 labels, one label only, and KL pairs of either sign (z_0 clamped at 0 in both).
 """
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -26,7 +21,6 @@ from grader.oracles import trl_oracle  # noqa: E402  (imports trl)
 from reference import kto_loss as kto_reference  # noqa: E402
 
 TOL = {"rtol": 1e-6, "atol": 1e-6}
-KATA_SCRIPT = Path(sys.executable).with_name("kata")
 
 
 def kto_batch(seed: int, dtype, batch: int = 10, kl_shift: float = 0.5, labels=None):
@@ -84,28 +78,15 @@ def test_kto_comparison_tells_a_weighted_average_from_trls_mean():
     assert abs((weights * losses).sum() / weights.sum() - loss) > 1e-3
 
 
-def kata_check(slug: str, source: str, tmp_path: Path) -> tuple[int, dict]:
-    path = tmp_path / f"{slug}.py"
-    path.write_text(source, encoding="utf-8")
-    done = subprocess.run(
-        [str(KATA_SCRIPT), "check", slug, "--against", "trl", "--file", str(path), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-    )
-    return done.returncode, json.loads(done.stdout)
-
-
-def test_kata_check_kto_loss_against_trl_passes_the_reference_solution(tmp_path):
-    status, data = kata_check("kto_loss", get_kata("kto_loss").solution(), tmp_path)
+def test_kata_check_kto_loss_against_trl_passes_the_reference_solution(check_against_trl):
+    status, data = check_against_trl("kto_loss", get_kata("kto_loss").solution())
     assert status == 0 and data["failed"] == 0 and data["against"] == "trl"
     assert any(check["expected_from"] == "trl" for check in data["checks"])
     assert any(check["expected_from"] == "reference" for check in data["checks"])  # the input contract
 
 
 @pytest.mark.parametrize("misconception", ["divided_by_weight_sum", "kl_not_clamped"])
-def test_kata_check_kto_loss_against_trl_fails_a_wrong_file(misconception, tmp_path):
-    status, data = kata_check("kto_loss", get_kata("kto_loss").variant(misconception), tmp_path)
+def test_kata_check_kto_loss_against_trl_fails_a_wrong_file(misconception, check_against_trl):
+    status, data = check_against_trl("kto_loss", get_kata("kto_loss").variant(misconception))
     failed_by_trl = [c for c in data["checks"] if c["status"] != "passed" and c["expected_from"] == "trl"]
     assert status == 1 and failed_by_trl

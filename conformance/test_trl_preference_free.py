@@ -9,11 +9,7 @@ exp(x) rounds to 1 (x = -1e-8 in float32), because its branch not taken is left 
 """
 
 import inspect
-import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -30,7 +26,6 @@ from reference import preference_free as free_reference  # noqa: E402
 
 TOL = {"rtol": 1e-6, "atol": 1e-6}
 FLOAT32_TOL = {"rtol": 1e-5, "atol": 1e-5}
-KATA_SCRIPT = Path(sys.executable).with_name("kata")
 
 
 def pairs(seed: int, dtype=torch.float64, batch: int = 16):
@@ -108,27 +103,14 @@ def test_log1mexp_matches_trls_values_and_has_finite_gradients_where_trls_are_na
     assert torch.isnan(theirs.grad[0]) and torch.allclose(ours.grad[1:], theirs.grad[1:])
 
 
-def kata_check(source: str, tmp_path: Path) -> tuple[int, dict]:
-    path = tmp_path / "preference_free.py"
-    path.write_text(source, encoding="utf-8")
-    done = subprocess.run(
-        [str(KATA_SCRIPT), "check", "preference_free", "--against", "trl", "--file", str(path), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-    )
-    return done.returncode, json.loads(done.stdout)
-
-
-def test_kata_check_preference_free_against_trl(tmp_path):
+def test_kata_check_preference_free_against_trl(check_against_trl):
     """`kata check preference_free --against trl` passes the reference and fails a wrong SimPO margin
     and a wrong odds ratio in checks whose expected values came from TRL."""
     kata = get_kata("preference_free")
-    status, data = kata_check(kata.solution(), tmp_path)
+    status, data = check_against_trl("preference_free", kata.solution())
     assert status == 0 and data["failed"] == 0 and data["against"] == "trl"
     assert {check["expected_from"] for check in data["checks"]} == {"trl", "reference"}
     for misconception in ("gamma_scaled_by_beta", "log_prob_ratio_not_odds"):
-        status, data = kata_check(kata.variant(misconception), tmp_path)
+        status, data = check_against_trl("preference_free", kata.variant(misconception))
         failed_by_trl = [c for c in data["checks"] if c["status"] != "passed" and c["expected_from"] == "trl"]
         assert status == 1 and failed_by_trl and data["diagnosis"] == misconception, misconception
