@@ -21,7 +21,8 @@ Conventions:
 - The result has the inputs' shape and dtype (OpenRLHF upcasts to float32; here nothing does).
 - masked_mean with dim=None weighs every selected element the same (a token mean: longer rows
   count more); with a dim, each slice is averaged over its own selected elements. Unselected
-  positions are ignored whatever they hold, inf and NaN included.
+  positions are ignored whatever they hold, inf and NaN included. A mean over nothing raises
+  ValueError, or is NaN with empty="nan" (0 / 0, as CS336's masked_mean), never a silent 0.
 
 Shapes: new_logp and ref_logp any shape, the same; values and mask the same shape, mask bool.
 """
@@ -106,20 +107,23 @@ def k3_kl(new_logp, ref_logp):
     return kl
 
 
-def _check_values_and_mask(values, mask, dim) -> None:
-    """Raise ValueError unless values is a float tensor and mask a bool one of its shape that selects something."""
+def _check_values_and_mask(values, mask, dim, empty) -> None:
+    """Raise ValueError unless values is a float tensor and mask a bool one of its shape, and,
+    with empty="raise", the mask selects something (in every slice along dim)."""
     if not (isinstance(values, torch.Tensor) and isinstance(mask, torch.Tensor)):
         raise ValueError("values and mask must be tensors")
     if not values.is_floating_point():
         raise ValueError("values must be a floating-point tensor")
     if mask.dtype != torch.bool or mask.shape != values.shape:
         raise ValueError("mask must be a bool tensor of the shape of values")
+    if empty not in ("raise", "nan"):
+        raise ValueError(f'empty must be "raise" or "nan", not {empty!r}')
     selected = mask.sum() if dim is None else mask.sum(dim=dim)
-    if not bool((selected > 0).all()):
+    if empty == "raise" and not bool((selected > 0).all()):
         raise ValueError("mask selects nothing" + ("" if dim is None else f" in some slice along dim={dim}"))
 
 
-def masked_mean(values, mask, dim=None):
+def masked_mean(values, mask, dim=None, empty="raise"):
     """Mean of `values` over the positions where `mask` is True.
 
     Args:
@@ -127,15 +131,18 @@ def masked_mean(values, mask, dim=None):
         mask: bool tensor of the shape of `values`.
         dim: None for one mean over every selected element (a 0-d tensor); an int to average
             along that dimension only, each slice over its own selected elements.
+        empty: what a mean over nothing is: "raise" (a ValueError) or "nan" (NaN, 0 / 0, the
+            convention of CS336's masked_mean).
 
     Returns:
         0-d tensor (dim=None) or `values`' shape without `dim`, dtype of `values`.
 
     Raises:
-        ValueError: if mask is not a bool tensor of values' shape, or selects nothing overall
-            (dim=None) or in some slice along `dim`.
+        ValueError: if mask is not a bool tensor of values' shape, if empty is neither "raise"
+            nor "nan", or, with empty="raise", if the mask selects nothing overall (dim=None) or
+            in some slice along `dim`.
     """
-    _check_values_and_mask(values, mask, dim)
+    _check_values_and_mask(values, mask, dim, empty)
 
     # TODO 4: sum the selected values, then divide by how many were selected
     kept = values.masked_fill(~mask, 0.0)  # like values; unselected positions hold 0

@@ -414,6 +414,28 @@ def test_masked_positions_change_nothing(expect, dim):
 
 
 @pytest.mark.todo(4)
+def test_a_mean_over_nothing_is_nan_when_asked(expect):
+    """With empty="nan", a slice that selects nothing gives NaN (0 / 0); the other slices keep their means
+
+    zh: empty="nan" 时，什么也没选中的切片得到 NaN（0 / 0）；其余切片的均值不变
+    """
+    values, mask = ragged_batch(27)
+    mask[1] = False  # row 1 selects nothing
+    rows = expect.matches_reference("masked_mean", values, mask, dim=-1, empty="nan")
+    overall = expect.shaped_like_reference("masked_mean", values, torch.zeros_like(mask), empty="nan")
+    for what, got in (("dim=-1, row 1", rows[1].item()), ("dim=None", overall.item())):
+        if not math.isnan(got):
+            raise AssertionError(
+                say(
+                    f'masked_mean(values, mask, {what} selecting nothing, empty="nan") = {got:.4g}: '
+                    "a mean over nothing is 0 / 0 = NaN here, not a silent number (sum / count, count unclamped)",
+                    f'masked_mean(values, mask, {what} 什么也没选中, empty="nan") = {got:.4g}：'
+                    "这里对空选择求均值是 0 / 0 = NaN，而不是悄悄给出一个数（和 / 个数，个数不做截断）",
+                )
+            )
+
+
+@pytest.mark.todo(4)
 def test_masked_mean_gradients_match_reference(expect):
     """Each selected element gets 1 / (its slice's count) of the gradient; unselected ones get 0
 
@@ -439,9 +461,9 @@ def test_masked_mean_dtype_follows_values(expect, dtype):
 
 
 def test_rejects_inputs_outside_the_contract(expect):
-    """Accepts valid input; rejects mismatched shapes, non-finite log-probs and bad masks with ValueError
+    """Accepts valid input; rejects mismatched shapes, non-finite log-probs, bad masks and an unknown `empty`
 
-    zh: 接受合法输入；对形状不匹配、非有限对数概率和非法掩码抛出 ValueError
+    zh: 接受合法输入；对形状不匹配、非有限对数概率、非法掩码和未知的 `empty` 抛出 ValueError
     """
     new, ref = random_log_probs(30)
     for name in ("k1_kl", "k2_kl", "k3_kl"):
@@ -449,6 +471,7 @@ def test_rejects_inputs_outside_the_contract(expect):
     values, mask = ragged_batch(31)
     expect.call("masked_mean", values, mask)
     expect.call("masked_mean", values, mask, dim=-1)
+    expect.call("masked_mean", values, torch.zeros_like(mask), empty="nan")
     with_nan, with_inf = new.clone(), ref.clone()
     with_nan[1, 2] = float("nan")
     with_inf[0, 0] = float("-inf")
@@ -469,6 +492,7 @@ def test_rejects_inputs_outside_the_contract(expect):
             {"dim": -1},
         ),
         (say("integer values", "`values` 是整数"), (values.long(), mask), {}),
+        (say('empty="zero"', 'empty="zero"'), (values, mask), {"empty": "zero"}),
     ]
     for why, args, kwargs in bad:
         expect.raises_value_error(why, "masked_mean", *args, **kwargs)
