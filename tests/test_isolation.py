@@ -139,6 +139,36 @@ def exists(paths):
 
 def dumpable():
     return libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+
+
+def listen():
+    """Listen on an abstract unix socket and on loopback TCP; kept open until the process ends."""
+    import socket
+
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind("\0kata-isolation-probe")
+    unix.listen(1)
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(1)
+    globals()["listening"] = (unix, tcp)
+    return tcp.getsockname()[1]
+
+
+def reach(port):
+    """[whether a connection to each listener of `listen` succeeds]: the unix socket, then TCP."""
+    import socket
+
+    reached = []
+    for family, address in ((socket.AF_UNIX, "\0kata-isolation-probe"), (socket.AF_INET, ("127.0.0.1", port))):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as client:
+                client.settimeout(5)
+                client.connect(address)
+            reached.append(True)
+        except OSError:
+            reached.append(False)
+    return reached
 '''
 
 
@@ -236,6 +266,20 @@ def test_what_one_contestant_writes_no_later_contestant_can_read(arena):
     try:
         assert second.call("exists", ["/tmp/left", "/dev/shm/left", "left"]) == [False, False, False]
     finally:
+        second.close()
+
+
+def test_two_contestants_alive_at_once_cannot_reach_each_other(arena):
+    """A check's contestant and the next one (started while it runs, grader.judging.boxes.Upcoming),
+    or two hybrids, share no network: each has a network namespace of its own, whose loopback is
+    down. The twin: one contestant reaches its own abstract unix socket (scoped by the namespace)."""
+    first, second = probe(arena), probe(arena)
+    try:
+        port = first.call("listen")
+        assert first.call("reach", port) == [True, False]  # the twin; no loopback even for itself
+        assert second.call("reach", port) == [False, False]
+    finally:
+        first.close()
         second.close()
 
 

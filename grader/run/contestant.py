@@ -15,7 +15,7 @@ A *box* is a fork of the warm process that answers the same requests on a contro
 own, so that the judge can put it in a graded file's cgroup once (every process it forks is then
 counted there): one per graded file, one per hybrid, one per misconception variant. A box never
 runs learner code either. Each SPAWN forks a *contestant* from the box (or the warm process) into a
-world of its own: in the sandbox, pid 1 of a pid namespace of its own, with mount, IPC and user
+world of its own: in the sandbox, pid 1 of a pid namespace of its own, with mount, IPC and network
 namespaces and fresh tmpfs at its cwd, /tmp and /dev/shm, with the sandbox's read-only binds that lie
 beneath them put back (sandbox.enter_world; a virtualenv under /tmp); outside it, its
 own session and a fresh temporary folder. Either way it holds a copy of the staged folder `work` (None: an empty folder),

@@ -15,8 +15,9 @@ Two layers (grader/ARCHITECTURE.md draws them):
   hides. No /sys, so no cgroupfs. The warm process keeps CAP_SYS_ADMIN and CAP_SETPCAP
   within the sandbox's user namespace: what it needs to give each contestant a world.
 - `enter_world(work, size_mb, kept)`, run by each contestant before anything else: a pid namespace of
-  its own (its box forked it as pid 1 there: `new_pid_namespace`/`back_to_own`), mount and IPC
-  namespaces of its own with fresh tmpfs of `size_mb` at /kata/work (its cwd, HOME and TMPDIR,
+  its own (its box forked it as pid 1 there: `new_pid_namespace`/`back_to_own`), mount, IPC
+  and network namespaces of its own (its loopback down: no contestant reaches another alive at
+  the same time, by socket or abstract unix address) with fresh tmpfs of `size_mb` at /kata/work (its cwd, HOME and TMPDIR,
   holding a copy of the staged folder `work`), /tmp and /dev/shm, a /proc of its own holding only
   its own processes (`subset=pid`: no /proc/sys, no sysrq-trigger), and /kata/drop hidden. It then
   gives up both capabilities (grader.run.privileges). When it ends, the kernel ends every process
@@ -68,7 +69,7 @@ FRESH = (WORK, *WRITABLE)
 SKELETON = "size=1m,mode=0755"  # the read-only tmpfs holding the folders above a kept bind
 WARM_TMP_MB = 16  # the warm process's own /tmp, which no contestant sees
 
-_CLONE_NEWNS, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x20000000, 0x08000000
+_CLONE_NEWNS, _CLONE_NEWPID, _CLONE_NEWIPC, _CLONE_NEWNET = 0x00020000, 0x20000000, 0x08000000, 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 
@@ -209,7 +210,7 @@ def enter_world(libc, work: str | None, size_mb: int, kept: tuple[str, ...] = ()
     """Become one contestant's world (see the module docstring); `work`: the staged folder under
     DROP to copy in (None: an empty one); `kept`: the binds beneath a fresh place (`kept_binds`).
     Needs the warm process's capabilities (the caller drops them next); `libc`: privileges.libc()."""
-    _check(libc.unshare(_CLONE_NEWNS | _CLONE_NEWIPC), "unshare(mount, ipc)")
+    _check(libc.unshare(_CLONE_NEWNS | _CLONE_NEWIPC | _CLONE_NEWNET), "unshare(mount, ipc, net)")
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(private)")
     for where in FRESH:
         _fresh_place(libc, where, size_mb, [path for path in kept if _beneath(path, where)])
