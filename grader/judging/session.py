@@ -7,6 +7,7 @@ The session ties the jobs together:
 
 - `probe()` loads the module once, so a file that cannot load fails every check at once;
 - the `learner` fixture is a fresh contestant with the check's deadline; calls cross as data;
+  the next check's is started while a check runs (grader.judging.boxes.Upcoming);
 - `run(item)` runs a check's protocol here and turns its reports into a `CheckResult`;
 - `annotate` classifies a failure and names the misconceptions that fail the check in exactly the
   same way (grader.judging.naming);
@@ -41,7 +42,7 @@ from grader.content.catalogue import Kata
 from grader.content.i18n import PHRASES, in_each, message_language, say, speaking
 from grader.content.render import transplant
 from grader.judging import outcomes
-from grader.judging.boxes import Boxes
+from grader.judging.boxes import Boxes, Upcoming
 from grader.judging.expect import MissingFunction
 from grader.judging.fingerprints import Fingerprints, fingerprint
 from grader.judging.items import is_whole, run_check, titles, todo_of
@@ -100,6 +101,7 @@ class KataSession:
         self.timings: Counter = Counter()  # seconds: the file's checks, naming, hybrids (GradeResult.timings)
         self.hung: set[str] = set()  # learner functions that already ran out of time
         self.spare: Contestant | None = None  # the probe's contestant, for the first check
+        self.upcoming: Upcoming | None = None  # the next check's, started while a check runs
         self.outputs: dict[str, str] = {}  # nodeid -> what the learner's code printed in that check
         self.expected_from: dict[str, str] = {}
 
@@ -109,6 +111,9 @@ class KataSession:
         if self.spare is not None:  # no check ran
             self.spare.close()
             self.spare = None
+        if self.upcoming is not None:
+            self.upcoming.close()
+            self.upcoming = None
 
     def close(self) -> None:
         self.close_file()
@@ -141,11 +146,22 @@ class KataSession:
 
     # -- contestants ------------------------------------------------------------------------------
     def learner(self, item: pytest.Item) -> Contestant:
-        """A fresh contestant for this check, with the check's deadline (the probe's, for the first)."""
+        """A fresh contestant for this check, with the check's deadline: the probe's for the first
+        check, then the one started while the check before ran (boxes.Upcoming), or one started
+        now. While this check runs, the next check's is started."""
         contestant, self.spare = self.spare, None
+        if contestant is None and self.upcoming is not None:
+            contestant, self.upcoming = self.upcoming.take(), None
         if contestant is None:
-            return self.boxes.learner(self.source, self.label, self.timeout, self.hung)
-        contestant.deadline = time.monotonic() + self.timeout
+            contestant = self.boxes.learner(self.source, self.label, self.timeout, self.hung)
+        else:
+            contestant.deadline = time.monotonic() + self.timeout
+        items = item.session.items
+        if items and item is not items[-1]:
+            try:
+                self.upcoming = self.boxes.upcoming(self.source, self.label, self.timeout, self.hung)
+            except Stopped:  # no box to start it in: the next check starts its own, and says why not
+                self.upcoming = None
         return contestant
 
     def probe(self) -> None:

@@ -279,9 +279,23 @@ class Contestant:
     def load(self, source: str, name: str) -> None:
         """Load the module under test (`name`: "<...>", or its file name in the contestant's folder);
         a load error is kept in `load_error`."""
-        reply = self._exchange(wire.request(Op.LOAD, source=source, name=name), "")
+        self.send_load(source, name)
+        self.loaded()
+
+    def send_load(self, source: str, name: str) -> None:
+        """The first half of `load`: ask for the module and go on while the contestant loads it."""
+        self._send(wire.request(Op.LOAD, source=source, name=name), "")
+
+    def loaded(self) -> None:
+        """The second half of `load`: wait for its answer."""
+        reply = self._reply("")
         if reply.get("answer") != Answer.LOADED:
             self.load_error = reply.get("raised") or {"type": "Exception", "message": "the file did not load"}
+
+    def quiet(self) -> bool:
+        """Whether nothing has come on its channel since its last answer (no stray bytes, read or
+        not, and no end): between requests, a contestant that is still as it was then."""
+        return not self._reader.buffer and not select.select([self.channel], [], [], 0)[0]
 
     # -- the module ---------------------------------------------------------------------------
     def call(self, name: str, *args, **kwargs):
@@ -342,6 +356,10 @@ class Contestant:
         self._stop(End.MALFORMED, "an answer that is not one the request can have", label)
 
     def _exchange(self, request: dict, label: str) -> dict:
+        self._send(request, label)
+        return self._reply(label)
+
+    def _send(self, request: dict, label: str) -> None:
         try:
             data = wire.pack(request)
         except wire.WireRefusal as error:
@@ -350,6 +368,8 @@ class Contestant:
             self.channel.sendall(data)
         except OSError:
             self._stop(None, None, label)
+
+    def _reply(self, label: str) -> dict:
         if not self.greeted:  # READY: its world is set up
             self.seccomp = self._receive(label).get("seccomp") is True
             self.greeted = True
