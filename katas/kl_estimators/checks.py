@@ -417,19 +417,20 @@ def test_masked_positions_change_nothing(expect, dim):
 def test_a_mean_over_nothing_is_nan_when_asked(expect):
     """With empty="nan", a slice that selects nothing gives NaN (0 / 0); the other slices keep their means
 
-    zh: empty="nan" 时，什么也没选中的切片得到 NaN（0 / 0）；其余切片的均值不变
+    zh: `empty="nan"` 时，什么也没选中的切片得到 NaN（0 / 0）；其余切片的均值不变
     """
     values, mask = ragged_batch(27)
     mask[1] = False  # row 1 selects nothing
     rows = expect.matches_reference("masked_mean", values, mask, dim=-1, empty="nan")
     overall = expect.shaped_like_reference("masked_mean", values, torch.zeros_like(mask), empty="nan")
-    for what, got in (("dim=-1, row 1", rows[1].item()), ("dim=None", overall.item())):
+    cases = (("dim=-1", "row 1", "第 1 行", rows[1].item()), ("dim=None", "the mask", "掩码", overall.item()))
+    for dim, where, where_zh, got in cases:
         if not math.isnan(got):
             raise AssertionError(
                 say(
-                    f'masked_mean(values, mask, {what} selecting nothing, empty="nan") = {got:.4g}: '
+                    f'`masked_mean(values, mask, {dim}, empty="nan")` = {got:.4g} where {where} selects nothing: '
                     "a mean over nothing is 0 / 0 = NaN here, not a silent number (sum / count, count unclamped)",
-                    f'masked_mean(values, mask, {what} 什么也没选中, empty="nan") = {got:.4g}：'
+                    f'{where_zh}什么也没选中时，`masked_mean(values, mask, {dim}, empty="nan")` = {got:.4g}：'
                     "这里对空选择求均值是 0 / 0 = NaN，而不是悄悄给出一个数（和 / 个数，个数不做截断）",
                 )
             )
