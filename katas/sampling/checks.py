@@ -48,7 +48,7 @@ def call_text(name: str, **arguments) -> str:
     return f"{name}({', '.join(f'{key}={value}' for key, value in arguments.items())})"
 
 
-def assert_kept(got, wanted: list[list[int]], what: str, why_en: str, why_zh: str) -> None:
+def assert_kept(got, wanted: list[list[int]], what: str, why: str) -> None:
     """The finite entries of `got`, row by row, are exactly `wanted`."""
     if not isinstance(got, torch.Tensor):
         raise AssertionError(say(f"{what} did not return a tensor", f"{what} 没有返回张量"))
@@ -58,13 +58,13 @@ def assert_kept(got, wanted: list[list[int]], what: str, why_en: str, why_zh: st
         expected = {row: wanted[row] for row in wrong}
         raise AssertionError(
             say(
-                f"{what} keeps the tokens {wrong} (row: ids); expected {expected}: {why_en}",
-                f"{what} 保留的 token 为 {wrong}（行：id）；应为 {expected}：{why_zh}",
+                f"{what} keeps the tokens {wrong} (row: ids); expected {expected}: {why}",
+                f"{what} 保留的 token 为 {wrong}（行：id）；应为 {expected}：{why}",
             )
         )
 
 
-def assert_composes(expect, x, together: dict, first: dict, then: dict, why_en: str, why_zh: str) -> None:
+def assert_composes(expect, x, together: dict, first: dict, then: dict, why: str) -> None:
     """filter_logits(x, **together) equals filter_logits(filter_logits(x, **first), **then)."""
     at_once = expect.call("filter_logits", x, **together)
     in_steps = expect.call("filter_logits", expect.call("filter_logits", x, **first), **then)
@@ -76,8 +76,8 @@ def assert_composes(expect, x, together: dict, first: dict, then: dict, why_en: 
         inner = call_text("filter_logits", x="x", **first)
         raise AssertionError(
             say(
-                f"{once} differs from {steps} with y = {inner}: {why_en}",
-                f"{once} 与 {steps}（y = {inner}）不同：{why_zh}",
+                f"{once} differs from {steps} with y = {inner}: {why}",
+                f"{once} 与 {steps}（y = {inner}）不同：{why}",
             )
         )
 
@@ -122,8 +122,10 @@ def test_top_k_keeps_every_tie_with_the_kth_logit(expect):
             got,
             wanted,
             call_text("filter_logits", logits=x.tolist(), top_k=top_k),
-            "top-k keeps every logit at least as large as the k-th largest, ties included",
-            "top-k 保留所有不小于第 k 大 logit 的值，包括并列的",
+            say(
+                "top-k keeps every logit at least as large as the k-th largest, ties included",
+                "top-k 保留所有不小于第 k 大 logit 的值，包括并列的",
+            ),
         )
 
 
@@ -158,10 +160,12 @@ def test_top_p_keeps_the_token_that_crosses_top_p(expect, top_p, wanted):
         got,
         wanted,
         call_text("filter_logits", logits=f"log({NUCLEUS_ROWS})", top_p=top_p),
-        "sorted by probability, a token stays while the more likely ones hold less than top_p together, "
-        "so the token that crosses top_p is kept",
-        "按概率排序后，只要比某个 token 更可能的 token 的概率之和小于 top_p，它就保留，"
-        "所以越过 top_p 的那个 token 也保留",
+        say(
+            "sorted by probability, a token stays while the more likely ones hold less than top_p together, "
+            "so the token that crosses top_p is kept",
+            "按概率排序后，只要比某个 token 更可能的 token 的概率之和小于 top_p，它就保留，"
+            "所以越过 top_p 的那个 token 也保留",
+        ),
     )
 
 
@@ -177,9 +181,11 @@ def test_a_tiny_top_p_keeps_only_the_most_likely_token(expect):
         got,
         [[index] for index in x.argmax(dim=-1).tolist()],
         call_text("filter_logits", logits=say("<seeded (16, 24) float32>", "<随机 (16, 24) float32>"), top_p=1e-9),
-        "the most likely token always stays; in float32 the cumulative sum may round below 1 - top_p, "
-        "so it must be protected explicitly",
-        "最可能的 token 永远保留；在 float32 下累积和可能舍入到 1 - top_p 以下，所以必须显式保护它",
+        say(
+            "the most likely token always stays; in float32 the cumulative sum may round below 1 - top_p, "
+            "so it must be protected explicitly",
+            "最可能的 token 永远保留；在 float32 下累积和可能舍入到 1 - top_p 以下，所以必须显式保护它",
+        ),
     )
 
 
@@ -206,8 +212,10 @@ def test_top_p_reads_the_distribution_top_k_left(expect):
         {"top_k": 6, "top_p": 0.6},
         {"top_k": 6},
         {"top_p": 0.6},
-        "generate applies top-k first, then top-p on the softmax of the logits top-k left",
-        "generate 先做 top-k，再在 top-k 留下的 logits 的 softmax 上做 top-p",
+        say(
+            "generate applies top-k first, then top-p on the softmax of the logits top-k left",
+            "`generate` 先做 top-k，再在 top-k 留下的 logits 的 softmax 上做 top-p",
+        ),
     )
 
 
@@ -229,8 +237,10 @@ def test_min_p_scales_with_the_top_probability(expect, min_p, wanted):
         got,
         wanted,
         call_text("filter_logits", logits=f"log({MIN_P_ROWS})", min_p=min_p),
-        "the bar is min_p times the row's largest probability, not min_p itself",
-        "门槛是 min_p 乘以该行的最大概率，而不是 min_p 本身",
+        say(
+            "the bar is min_p times the row's largest probability, not min_p itself",
+            "门槛是 min_p 乘以该行的最大概率，而不是 min_p 本身",
+        ),
     )
 
 
@@ -257,9 +267,11 @@ def test_min_p_reads_the_tempered_probabilities(expect):
         {"temperature": 2.0, "min_p": 0.2},
         {"temperature": 2.0},
         {"min_p": 0.2},
-        "generate applies min-p after the temperature: a higher temperature lowers the top probability "
-        "and lets more tokens pass",
-        "generate 在温度之后做 min-p：温度越高，最大概率越低，通过的 token 越多",
+        say(
+            "generate applies min-p after the temperature: a higher temperature lowers the top probability "
+            "and lets more tokens pass",
+            "`generate` 在温度之后做 min-p：温度越高，最大概率越低，通过的 token 越多",
+        ),
     )
 
 
