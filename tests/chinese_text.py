@@ -144,6 +144,8 @@ KEPT |= {"rho", "epsilon", "gamma", "lam", "lambda", "NLL", "TD", "BERT", "CLS",
 KEPT |= {"SimPO", "ORPO", "CPO", "CPO-SimPO", "CPOTrainer", "CPOConfig", "ORPOTrainer", "Meng", "Hong", "Maechler"}
 # the lora kata: its library and the authors it cites
 KEPT |= {"peft", "rsLoRA", "Kaiming", "ReLU", "Hu", "Kalajdzievski"}
+# sampling: the knobs and the tools by their names
+KEPT |= {"top-k", "top-p", "min-p", "transformers", "warper", "dropout", "generate", "vLLM", "SGLang", "TIS"}
 PASSED_LINE = re.compile(r"^\d+ passed, \d+ failed$", re.MULTILINE)  # the report's machine-readable last line
 RAISED = re.compile(r"\b[A-Z]\w*(Error|Exception): .*$", re.MULTILINE)  # an exception's own message, as raised
 REPR = re.compile(r"'[^'\n]*'")  # a Python string shown as data (a call's argument, a value)
