@@ -22,6 +22,7 @@ TRL_FUNCTIONS = {
     "dapo_gspo": ("dapo_loss", "gspo_loss"),
     "kto_loss": ("kto_loss",),
     "preference_free": ("simpo_loss", "orpo_loss"),  # log1mexp stays the reference's: TRL's has NaN gradients near 0
+    "sft_data": ("collate", "pack_bfd"),  # sft_example stays the reference's: TRL builds it inline, from text
 }
 
 

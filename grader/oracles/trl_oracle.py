@@ -16,6 +16,10 @@
                        (label_smoothing 0, alpha 0, and cpo_alpha 0: no NLL term)
     orpo_loss          trl.experimental.orpo's ORPOTrainer.odds_ratio_loss, then
                        `policy_nll_loss - losses.mean()` (TRL computes in float32)
+    collate            trl.trainer.sft_trainer.DataCollatorForLanguageModeling(pad_token_id,
+                       padding_free), TRL's defaults for its other options
+    pack_bfd           trl.pack_dataset(Dataset.from_list(examples), seq_length, strategy="bfd"),
+                       its rows as a list of dicts
 
 How, without a model: a trainer is built with `object.__new__` (its __init__ never runs, so no
 model, config or accelerator is made) and given exactly the attributes its loss method reads.
@@ -47,6 +51,7 @@ from reference import dpo_loss as dpo_reference
 from reference import grpo_loss as grpo_reference
 from reference import kto_loss as kto_reference
 from reference import preference_free as free_reference
+from reference import sft_data as sft_data_reference
 from reference import token_logprobs as logprobs_reference
 from reference import verifier_reward as reward_reference
 
@@ -511,6 +516,29 @@ def _check_source_line(cls, method: str, line: str) -> None:
         raise internals_changed(f"{cls.__name__}.{method}", LookupError(f"no longer contains {line!r}"))
 
 
+def collate(examples, pad_token_id, padding_free=False):
+    """As reference.sft_data.collate: TRL's DataCollatorForLanguageModeling(pad_token_id, padding_free)."""
+    sft_data_reference.collate(examples, pad_token_id, padding_free)  # the input contract
+    trl()
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
+    collator = DataCollatorForLanguageModeling(pad_token_id=pad_token_id, padding_free=padding_free)
+    return run_trl("DataCollatorForLanguageModeling", collator, examples)
+
+
+def pack_bfd(examples, seq_length):
+    """As reference.sft_data.pack_bfd: trl.pack_dataset(..., seq_length, strategy="bfd") on the examples
+    as a datasets.Dataset (int64 lists, so that empty sequences have a type), its rows as dicts."""
+    sft_data_reference.pack_bfd(examples, seq_length)  # the input contract
+    import datasets
+
+    datasets.disable_progress_bars()  # the map's progress bar is not the learner's output
+    ids = datasets.Sequence(datasets.Value("int64"))
+    dataset = datasets.Dataset.from_list(examples, features=datasets.Features({"input_ids": ids, "labels": ids}))
+    packed = run_trl("pack_dataset", trl().pack_dataset, dataset, seq_length, strategy="bfd")
+    return packed.to_list()
+
+
 SMOKE_TESTS = {
     "grpo_loss": lambda: compute_grpo_loss(
         torch.zeros(2, 1),
@@ -537,6 +565,9 @@ SMOKE_TESTS = {
         simpo_loss(-torch.ones(2), -torch.full((2,), 2.0)),
         orpo_loss(-torch.ones(2), -torch.full((2,), 2.0), torch.tensor(1.0)),
     ),
+    "sft_data": lambda: collate(
+        pack_bfd([{"input_ids": [1, 2], "labels": [-100, 2]}, {"input_ids": [], "labels": []}], 4), 0, True
+    ),
 }
 
 ORACLE_FUNCTIONS = {
@@ -550,6 +581,8 @@ ORACLE_FUNCTIONS = {
     "gspo_loss": gspo_loss,
     "simpo_loss": simpo_loss,
     "orpo_loss": orpo_loss,
+    "collate": collate,
+    "pack_bfd": pack_bfd,
 }
 
 
