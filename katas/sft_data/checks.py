@@ -79,7 +79,7 @@ def rows(expect, *args, **kwargs) -> list[dict]:
 
 
 def differs(what_en: str, what_zh: str, got, want) -> AssertionError:
-    return AssertionError(say(f"{what_en}: expected {want}, got {got}", f"{what_zh}：应为 {want}，实际为 {got}"))
+    return AssertionError(say(what_en, what_zh) + say(f": expected {want}, got {got}", f"：应为 {want}，实际为 {got}"))
 
 
 # -- TODO 1: EOS ----------------------------------------------------------------------------------
@@ -224,7 +224,7 @@ def test_padded_labels_are_minus_100_on_padding(expect):
 def test_padding_free_position_ids_restart_for_each_sequence(expect):
     """Padding-free: one row of all tokens, position_ids 0, 1, ... restarting at each example
 
-    zh: 无填充模式：所有 token 排成一行，position_ids 为 0, 1, ...，每个样本重新从 0 开始
+    zh: 无填充模式：所有 token 排成一行，position_ids 为 0, 1, ...，在每个样本处重新开始
     """
     out = result(expect, "collate", UNEVEN, 1, padding_free=True, keys=("input_ids", "position_ids"))
     for key, want in (
@@ -262,7 +262,7 @@ def test_padding_free_ignores_each_first_label(expect):
 def test_padding_free_position_ids_restart_inside_packed_rows(expect):
     """Padding-free on packed rows: position_ids restart at every entry of seq_lengths
 
-    zh: 无填充模式处理打包行：position_ids 在 seq_lengths 的每一项处都重新从 0 开始
+    zh: 无填充模式处理打包行：position_ids 在 seq_lengths 的每一项处都重新开始
     """
     examples = [
         {"input_ids": [5, 6, 7, 8, 9], "labels": [5, 6, 7, 8, 9], "seq_lengths": [3, 2]},
