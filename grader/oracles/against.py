@@ -23,6 +23,7 @@ TRL_FUNCTIONS = {
     "kto_loss": ("kto_loss",),
     "preference_free": ("simpo_loss", "orpo_loss"),  # log1mexp stays the reference's: TRL's has NaN gradients near 0
     "sft_data": ("collate", "pack_bfd"),  # sft_example stays the reference's: TRL builds it inline, from text
+    "distillation": ("generalized_jsd_loss",),  # the advantages: conformance/test_trl_distillation.py
 }
 
 

@@ -20,6 +20,8 @@
                        padding_free), TRL's defaults for its other options
     pack_bfd           trl.pack_dataset(Dataset.from_list(examples), seq_length, strategy="bfd"),
                        its rows as a list of dicts
+    generalized_jsd_loss  trl.experimental.gkd's GKDTrainer.generalized_jsd_loss, a static method
+                       called as it is (no trainer needed)
 
 How, without a model: a trainer is built with `object.__new__` (its __init__ never runs, so no
 model, config or accelerator is made) and given exactly the attributes its loss method reads.
@@ -47,6 +49,7 @@ import torch
 
 from grader.oracles.against import TRL_FUNCTIONS, TRL_PIP, TRL_VERSION, TrlUnavailable, trl_problem
 from reference import dapo_gspo as dapo_gspo_reference
+from reference import distillation as distillation_reference
 from reference import dpo_loss as dpo_reference
 from reference import grpo_loss as grpo_reference
 from reference import kto_loss as kto_reference
@@ -509,6 +512,31 @@ def orpo_loss(chosen_avg_logps, rejected_avg_logps, chosen_nll, beta=0.1):
     return loss.to(torch.promote_types(chosen_avg_logps.dtype, chosen_nll.dtype)), log_odds.to(chosen_avg_logps.dtype)
 
 
+def generalized_jsd_loss(student_logits, teacher_logits, labels=None, beta=0.5, temperature=1.0, reduction="batchmean"):
+    """As reference.distillation.generalized_jsd_loss: GKDTrainer.generalized_jsd_loss itself."""
+    with torch.no_grad():  # the input contract
+        distillation_reference.generalized_jsd_loss(
+            student_logits, teacher_logits, labels, beta, temperature, reduction
+        )
+    trl()
+    try:
+        with warnings.catch_warnings():  # the notice that trl.experimental is unstable: the pin covers it
+            warnings.simplefilter("ignore")
+            trainer = importlib.import_module("trl.experimental.gkd").GKDTrainer
+    except (ImportError, AttributeError) as error:
+        raise internals_changed("trl.experimental.gkd.GKDTrainer", error) from None
+    return run_trl(
+        "GKDTrainer.generalized_jsd_loss",
+        trainer.generalized_jsd_loss,
+        student_logits,
+        teacher_logits,
+        labels=labels,
+        beta=beta,
+        temperature=temperature,
+        reduction=reduction,
+    )
+
+
 @functools.cache
 def _check_source_line(cls, method: str, line: str) -> None:
     """Raise TrlUnavailable unless `cls.method`'s source still holds `line`."""
@@ -568,6 +596,7 @@ SMOKE_TESTS = {
     "sft_data": lambda: collate(
         pack_bfd([{"input_ids": [1, 2], "labels": [-100, 2]}, {"input_ids": [], "labels": []}], 4), 0, True
     ),
+    "distillation": lambda: generalized_jsd_loss(torch.zeros(1, 2, 3), torch.zeros(1, 2, 3), torch.tensor([[0, -100]])),
 }
 
 ORACLE_FUNCTIONS = {
@@ -583,6 +612,7 @@ ORACLE_FUNCTIONS = {
     "orpo_loss": orpo_loss,
     "collate": collate,
     "pack_bfd": pack_bfd,
+    "generalized_jsd_loss": generalized_jsd_loss,
 }
 
 
