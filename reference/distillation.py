@@ -22,7 +22,7 @@ whose policy-gradient loss -A_t * log pi_S(y_t) has, for its gradient, the gradi
 reverse KL estimated on the sampled tokens.
 
 Conventions (TRL 1.16.0's GKDTrainer.generalized_jsd_loss, trl.experimental.gkd):
-- `F.kl_div(input, target, log_target=True)` is KL(target || input), the second argument first:
+- `F.kl_div(a, b, log_target=True)` is KL(b || a), the second argument first:
   `F.kl_div(log p_S, log p_T)` is the forward KL(p_T || p_S).
 - beta = 0 and beta = 1 are special cases: the generalized JSD itself goes to 0 at both ends
   (it is about beta * KL(p_T || p_S) near 0), so at the ends TRL takes the KL, not the JSD.

@@ -105,9 +105,9 @@ def test_loss_and_gradient_match_reference(expect, seed, beta, temperature, labe
 @pytest.mark.whole
 @pytest.mark.parametrize("labelled", [False, True])
 def test_per_entry_divergence_matches_reference_in_float32(expect, labelled):
-    """reduction="none" in float32: the per-entry divergence, (B, T, V) or (N, V), matches the reference
+    """`reduction="none"` in float32: the per-entry divergence, (B, T, V) or (N, V), matches the reference
 
-    zh: float32 下 reduction="none"：逐项散度（(B, T, V) 或 (N, V)）与参考答案一致
+    zh: float32 下 `reduction="none"`：逐项散度（(B, T, V) 或 (N, V)）与参考答案一致
     """
     student, teacher = random_logits(5, dtype=torch.float32)
     labels = random_labels(5) if labelled else None
@@ -179,7 +179,7 @@ def test_a_constant_added_to_a_positions_logits_changes_nothing(expect):
 
 
 def per_entry(expect, student, teacher, beta: float):
-    """The learner's per-entry divergence: no labels, temperature 1, reduction "none"."""
+    """The learner's per-entry divergence: no labels, temperature 1, reduction `"none"`."""
     return expect.shaped_like_reference(JSD, student, teacher, beta=beta, temperature=1.0, reduction="none")
 
 
@@ -304,9 +304,9 @@ def kept_rows(student, teacher, labels):
 
 @pytest.mark.todo(5)
 def test_positions_labelled_minus_100_do_not_count(expect):
-    """reduction="sum" with labels equals the sum over the kept positions alone, without labels
+    """`reduction="sum"` with labels equals the sum over the kept positions alone, without labels
 
-    zh: 带 labels 时 reduction="sum" 的结果，等于只取保留的位置、不带 labels 时的总和
+    zh: 带 labels 时 `reduction="sum"` 的结果，等于只取保留的位置、不带 labels 时的总和
     """
     student, teacher = random_logits(16)
     labels = random_labels(16)
@@ -389,9 +389,9 @@ def test_every_position_masked_gives_0(expect):
 
 @pytest.mark.todo(5)
 def test_mean_divides_by_every_kept_entry(expect):
-    """reduction="mean" with labels: the sum over N kept positions x V entries divided by N * V
+    """`reduction="mean"` with labels: the sum over N kept positions x V entries divided by N * V
 
-    zh: 带 labels 时 reduction="mean"：N 个保留位置 x V 个词表项的总和除以 N * V
+    zh: 带 labels 时 `reduction="mean"`：N 个保留位置 x V 个词表项的总和除以 N * V
     """
     student, teacher = random_logits(20)
     labels = random_labels(20)
@@ -411,9 +411,9 @@ def test_mean_divides_by_every_kept_entry(expect):
 
 @pytest.mark.todo(5)
 def test_none_returns_the_kept_entries(expect):
-    """reduction="none" with labels returns the (N, V) entries of the kept positions (shape and dtype)
+    """`reduction="none"` with labels returns the (N, V) entries of the kept positions (shape and dtype)
 
-    zh: 带 labels 时 reduction="none" 返回保留位置的 (N, V) 各项（比较形状与 dtype）
+    zh: 带 labels 时 `reduction="none"` 返回保留位置的 (N, V) 各项（比较形状与 dtype）
     """
     student, teacher = random_logits(21, dtype=torch.float32)
     expect.shaped_like_reference(JSD, student, teacher, random_labels(21), reduction="none")
@@ -481,7 +481,7 @@ def test_advantages_are_0_on_padding(expect):
                 f"{ADVANTAGES}(ragged masks): the advantages on padding are {values_text(padding)};"
                 " they must be exactly 0, so padding adds nothing to the policy-gradient loss",
                 f"参差不齐的掩码下 `{ADVANTAGES}(...)`：填充（padding）处的优势为 {values_text(padding)}；"
-                "它们必须恰好为 0，填充（padding）才不会给策略梯度损失带来任何东西",
+                "它们必须恰好为 0，填充才不会给策略梯度损失带来任何东西",
             )
         )
 
