@@ -146,6 +146,8 @@ KEPT |= {"SimPO", "ORPO", "CPO", "CPO-SimPO", "CPOTrainer", "CPOConfig", "ORPOTr
 KEPT |= {"peft", "rsLoRA", "Kaiming", "ReLU", "Hu", "Kalajdzievski"}
 # sampling: the knobs and the tools by their names
 KEPT |= {"top-k", "top-p", "min-p", "transformers", "warper", "dropout", "generate", "vLLM", "SGLang", "TIS"}
+# sft_data: the end-of-sequence token by its name
+KEPT |= {"EOS"}
 # the distillation kata: GKD, the divergence, the authors and the lab it cites
 KEPT |= {"GKD", "JSD", "Jensen-Shannon", "tau", "Agarwal", "Hinton", "Lu", "Thinking", "Machines", "Lab"}
 PASSED_LINE = re.compile(r"^\d+ passed, \d+ failed$", re.MULTILINE)  # the report's machine-readable last line
