@@ -21,6 +21,8 @@ from pathlib import Path
 
 DATA_DIR = Path(__file__).parent / "data"
 ARITHMETIC = DATA_DIR / "arithmetic.jsonl"
+ARITHMETIC_POOL = DATA_DIR / "arithmetic_pool.jsonl"  # new one-step problems, the held-out candidates
+ARITHMETIC_HELDOUT = DATA_DIR / "arithmetic_heldout.jsonl"  # chosen from the pool by scripts/select_heldout.py
 WORD_PROBLEMS_TRAIN = DATA_DIR / "word_problems_train.jsonl"
 WORD_PROBLEMS_HELDOUT = DATA_DIR / "word_problems_heldout.jsonl"
 GOLD = re.compile(r"####\s*(-?[0-9][0-9,]*(?:\.[0-9]+)?)")

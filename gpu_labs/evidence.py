@@ -4,7 +4,8 @@ The evidence is one JSON object (`evidence.json`), written atomically:
 
     schema, lab, run_mode, label, started_at, framework{python, torch, transformers, peft, ...},
     hardware{platform, cpu_count, memory_bytes, cuda_available, device, ...}, model{...},
-    workload{...}, stages{name: seconds}, peak_memory{...}, results{...}, failure, decision
+    workload{...}, stages{name: seconds}, peak_memory{...}, cpu{cpu_seconds, load averages, ...},
+    results{...}, failure, decision
 """
 
 import hashlib
@@ -56,6 +57,29 @@ def hardware() -> dict:
             bf16_supported=torch.cuda.is_bf16_supported(),
         )
     return record
+
+
+def cpu_snapshot() -> dict:
+    """CPU seconds used so far (user + system, this process and its waited-for children) and the
+    machine's 1/5/15-minute load averages: taken at the start and the end of a run (`cpu_usage`)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return {"cpu_seconds": seconds, "wall": time.monotonic(), "load_average": list(os.getloadavg())}
+
+
+def cpu_usage(start: dict) -> dict:
+    """The run's CPU time, wall time, their ratio (cores kept busy), the cores it could use, and the
+    load averages at its start and end (a busy machine makes a run slower than its config says)."""
+    end = cpu_snapshot()
+    cpu, wall = end["cpu_seconds"] - start["cpu_seconds"], end["wall"] - start["wall"]
+    return {
+        "cpu_seconds": round(cpu, 2),
+        "wall_seconds": round(wall, 2),
+        "busy_cores": round(cpu / wall, 2) if wall > 0 else None,
+        "cores_available": len(os.sched_getaffinity(0)),
+        "load_average_start": start["load_average"],
+        "load_average_end": end["load_average"],
+    }
 
 
 def file_sha256(path: Path, chunk: int = 1 << 20) -> str:

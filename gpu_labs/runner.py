@@ -155,6 +155,7 @@ def build(name, run_mode, label=None, out=None, model=None, overrides=None, cons
         "model": {},
         "stages": {},
         "peak_memory": {},
+        "cpu": ev.cpu_snapshot(),  # replaced by ev.cpu_usage at the end
         "results": {},
         "failure": None,
         "decision": NOT_MEASURED,
@@ -219,6 +220,7 @@ def finish(lab_run: LabRun, record: dict) -> dict:
     record.update(lab_run.extra)
     record["stages"] = lab_run.stages.seconds
     record["peak_memory"] = ev.peak_memory()
+    record["cpu"] = ev.cpu_usage(record["cpu"])
     record["curves"] = lab_run.curves
     title = f"{lab_run.lab} · {lab_run.label} ({lab_run.run_mode})"
     png = save_curves(lab_run.out_dir / CURVES_FILE, lab_run.curves, title) if lab_run.curves else None

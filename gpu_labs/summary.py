@@ -54,6 +54,9 @@ def build_summary(record: dict, run_dir: Path | None = None, lang: str = "en") -
         parts += [Text(), timings]
     for title, table in _results(record.get("results") or {}, lang):
         parts += [Text(), Text(title, style="title"), table]
+    gains = _gains(record.get("results") or {}, lang)
+    if gains is not None:
+        parts += [Text(), Text(phrase(lang, "gains"), style="title"), gains]
     curves = _curves(record.get("curves") or {}, lang)
     if curves is not None:
         parts += [Text(), Text(phrase(lang, "curves"), style="title"), curves]
@@ -189,6 +192,22 @@ def _dict_list(items: list[dict], lang: str = "en") -> Table:
         table.add_row(*(_cell(key, item.get(key), lang) for key in keys))
     if len(items) > LIST_ROWS:
         table.add_row(phrase(lang, "more_rows", n=len(items) - LIST_ROWS), style="muted")
+    return table
+
+
+def _gains(results: dict, lang: str = "en") -> Table | None:
+    """train_grpo's paired held-out gains: a row per measure, before, after, gain and its interval."""
+    heldout = results.get("heldout")
+    gains = heldout.get("gains") if isinstance(heldout, dict) else None
+    if not gains:
+        return None
+    table = _table()
+    table.add_column("")
+    for column in ("before", "after", "gain", "interval"):
+        table.add_column(phrase(lang, column), justify="right", no_wrap=True)
+    for name, gain in gains.items():
+        interval = f"[{gain['low']:+.3f}, {gain['high']:+.3f}]"
+        table.add_row(name, f"{gain['before']:.3f}", f"{gain['after']:.3f}", f"{gain['gain']:+.3f}", interval)
     return table
 
 

@@ -1,6 +1,6 @@
 """Generate the labs' shipped problem files (gpu_labs/data/*.jsonl) with a fixed seed.
 
-    python scripts/make_lab_data.py            # rewrites the three files; same seed -> same bytes
+    python scripts/make_lab_data.py            # rewrites the four files; same seed -> same bytes
     python scripts/make_lab_data.py --check    # exit 1 if the shipped files differ from a fresh run
 
 The word problems are written from templates here (GSM8K's style: a short story, a few
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gpu_labs.data import ARITHMETIC, WORD_PROBLEMS_HELDOUT, WORD_PROBLEMS_TRAIN, problem_id  # noqa: E402
+from gpu_labs.data import ARITHMETIC, ARITHMETIC_POOL, WORD_PROBLEMS_HELDOUT, WORD_PROBLEMS_TRAIN, problem_id  # noqa: E402
 
 SEED = 20261129
 NAMES = [
@@ -103,8 +103,11 @@ def _spend(r):
 TEMPLATES = [_buy_and_give, _boxes, _share, _wages, _difference, _spend]
 
 
-def arithmetic(r, count: int) -> list[dict]:
-    """Easy one-step sums, differences and products: the curriculum before the word problems."""
+def arithmetic(r, count: int, taken: set[str] | None = None) -> list[dict]:
+    """Easy one-step sums, differences and products: the curriculum before the word problems.
+
+    With `taken`, every question is new (not in `taken`, which it joins): the pool's problems.
+    """
     rows = []
     while len(rows) < count:
         a, b = r.randint(1, 50), r.randint(1, 50)
@@ -112,7 +115,12 @@ def arithmetic(r, count: int) -> list[dict]:
         if op == "*":
             a, b = r.randint(2, 12), r.randint(2, 12)
         value = {"+": a + b, "-": a - b, "*": a * b}[op]
-        rows.append({"question": f"What is {a} {op} {b}?", "answer": f"{a} {op} {b} = {value}\n#### {value}"})
+        question = f"What is {a} {op} {b}?"
+        if taken is not None:
+            if problem_id(question) in taken:
+                continue
+            taken.add(problem_id(question))
+        rows.append({"question": question, "answer": f"{a} {op} {b} = {value}\n#### {value}"})
     return rows
 
 
@@ -135,6 +143,8 @@ def build() -> dict[Path, str]:
         WORD_PROBLEMS_TRAIN: word_problems(r, 256, taken),
         WORD_PROBLEMS_HELDOUT: word_problems(r, 64, taken),
     }
+    curriculum = {problem_id(row["question"]) for row in files[ARITHMETIC]}
+    files[ARITHMETIC_POOL] = arithmetic(r, 600, curriculum)  # candidates for held-out arithmetic (select_heldout.py)
     return {path: "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows) for path, rows in files.items()}
 
 

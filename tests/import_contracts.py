@@ -39,7 +39,8 @@ def _import_time_lines(module: str) -> set[int] | None:
     """Line numbers of the imports that run when `module` is imported; None when its source is not
     in this project."""
     base = PROJECT.joinpath(*module.split("."))
-    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    package = base / "__init__.py"  # as Python finds it: a package, else a module (gpu_labs/evidence/ holds runs)
+    path = package if package.is_file() else base.with_suffix(".py")
     if not path.is_file():
         return None
     lines: set[int] = set()

@@ -25,7 +25,7 @@ ANSI = "\x1b["
 LAB = "grpo_mechanism"
 LABEL = "same"
 TIMED = re.compile(r"(_ms|_at|_seconds)$")  # timing fields, wherever they are
-PER_PROCESS = ("stages", "peak_memory")  # seconds per stage, the process's memory: values differ run to run
+PER_PROCESS = ("stages", "peak_memory", "cpu")  # seconds per stage, memory, CPU time and load: differ run to run
 CELLS = {
     "unknown": 'run_in_notebook("grpo_mechanis")',
     "unknown_zh": 'run_in_notebook("grpo_mechanis", lang="zh")',

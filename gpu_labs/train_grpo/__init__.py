@@ -10,6 +10,8 @@ problems, on a real model.
     python -m gpu_labs.train_grpo \\
         --config gpu_labs/train_grpo/configs/grpo.json \\
         --run-mode real_gpu --label first-run
+    python -m gpu_labs.train_grpo --model smollm2 \\
+        --config gpu_labs/train_grpo/configs/cpu_learn.json --label cpu-learn
     torchrun --standalone --nproc_per_node 2 -m gpu_labs.train_grpo \\
         --config gpu_labs/train_grpo/configs/grpo.json --run-mode real_gpu
     accelerate launch --multi_gpu --num_processes 2 -m gpu_labs.train_grpo \\
@@ -44,6 +46,14 @@ learning signal), KL (k3, token mean over the response tokens of every update), 
 the first heldout_size held-out word problems, correct when reward_gsm8k gives the 1.0 (every
 eval_every iterations, at the end, and once before training as the baseline).
 Each log goes to the console (one line), to metrics.jsonl in the run folder and to the curves.
+The baseline and the last evaluation are compared problem by problem: the gains in accuracy (the
+reward's 1.0 part), format (its 0.2 part) and reward, each with a 95% paired-bootstrap interval
+(gpu_labs.bootstrap); the run learned when the accuracy interval lies above 0.
+
+configs/cpu_learn.json fits two CPU cores and 45 minutes: SmolLM2 with LoRA on the arithmetic
+curriculum alone (4 prompts x 8 answers of at most 40 tokens, one update per iteration), evaluated
+on 100 held-out arithmetic problems chosen beforehand among those the untrained model answers
+right 20-80% of the time (scripts/select_heldout.py, gpu_labs.train_grpo.heldout).
 
 Reference policy: with finetune="lora" the base model with the adapter disabled (no copy); with
 finetune="full" a frozen copy of the initial model. Checkpoints: every save_every iterations and

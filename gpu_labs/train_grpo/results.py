@@ -55,6 +55,7 @@ def summarise(config, history: list[dict], baseline: float | None, trainer) -> d
             "baseline_accuracy": baseline,
             "final_accuracy": final_accuracy,
             "evaluated_at": [record["iteration"] for record in evaluated],
+            **heldout_gains(trainer.evaluations),
         },
         "seconds_per_iteration": {"median": statistics.median(seconds), "max": max(seconds)},
         "trajectories_per_second": sum(record["rollouts"] for record in history) / sum(seconds),
@@ -62,6 +63,40 @@ def summarise(config, history: list[dict], baseline: float | None, trainer) -> d
         "checks": checks,
         "decision_rule": DECISION_RULE,
     }
+
+
+def heldout_gains(evaluations: dict) -> dict:
+    """The held-out problems' scores before training and at the last evaluation, and each gain with
+    its 95% paired-bootstrap interval (gpu_labs.bootstrap): accuracy (the answer is correct: the
+    reward's 1.0 part), format (exactly one well-formed tag: its 0.2 part) and the reward they make
+    (1.0 * correct + 0.2 * formatted). `learned` is True when the accuracy gain's interval lies
+    entirely above 0. Empty without both evaluations."""
+    from gpu_labs.bootstrap import paired_gain
+
+    last = max(evaluations, default=0)
+    if not last or 0 not in evaluations:
+        return {}
+    before, after = evaluations[0], evaluations[last]
+    gains = {
+        part: paired_gain(before[key], after[key]) for part, key in (("accuracy", "correct"), ("format", "formatted"))
+    }
+    gains["reward"] = paired_gain(_rewards(before), _rewards(after))
+    return {
+        "gains": gains,
+        "gains_compare": f"iteration 0 against iteration {last}, the same {gains['accuracy']['n']} problems",
+        "learned": gains["accuracy"]["low"] > 0,
+        "per_problem": {"before": before, "after": after},
+    }
+
+
+def _rewards(scores: dict) -> list[float]:
+    """Per problem, reward_gsm8k from its two parts: 1.0 * correct + 0.2 * formatted."""
+    from reference.verifier_reward import CORRECT_BONUS, FORMAT_BONUS
+
+    return [
+        CORRECT_BONUS * correct + FORMAT_BONUS * formatted
+        for correct, formatted in zip(scores["correct"], scores["formatted"])
+    ]
 
 
 def decide(checks: dict) -> str:

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_labs.config import ConfigError
-from gpu_labs.data import ARITHMETIC, WORD_PROBLEMS_HELDOUT, WORD_PROBLEMS_TRAIN
+from gpu_labs.data import ARITHMETIC, ARITHMETIC_HELDOUT, WORD_PROBLEMS_HELDOUT, WORD_PROBLEMS_TRAIN
 from gpu_labs.distributed import world_size_from_env
 from gpu_labs.phrases import listing, say
 
 SHIPPED_DATA = {
     "arithmetic": ARITHMETIC,
+    "arithmetic_heldout": ARITHMETIC_HELDOUT,  # chosen for cpu_learn.json by scripts/select_heldout.py
     "word_problems_train": WORD_PROBLEMS_TRAIN,
     "word_problems_heldout": WORD_PROBLEMS_HELDOUT,
 }

@@ -100,6 +100,7 @@ class Trainer:
         self.model, self.policy, self.reference, self.tokenizer = model, policy, reference, tokenizer
         self.optimizer, self.trainable = optimizer, trainable
         self.checkpoints: list[dict] = []
+        self.evaluations: dict[int, dict] = {}  # iteration -> {"correct": [0/1, ...], "formatted": [...]}
         self.seconds: list[float] = []
         self.logged = 0  # console lines so far: the column header comes before the first
 
@@ -187,7 +188,12 @@ class Trainer:
         return batch, rewards, capped
 
     def fixed_log_probs(self, batch: dict, rewards) -> list[dict]:
-        """Micro-batches with the sampling policy's (old) and the reference's log-probs, no gradient."""
+        """Micro-batches with the sampling policy's (old) and the reference's log-probs, no gradient.
+
+        With one update per iteration (mu = 1) the policy that takes the step is the one that sampled,
+        so old is left None and the update's own pass stands in for it, detached (TRL's
+        num_iterations=1): the ratio is 1 and one forward pass per micro-batch is saved.
+        """
         import torch
 
         from gpu_labs.sequences import move_batch, token_log_probs
@@ -197,7 +203,8 @@ class Trainer:
         for part in micro_batches(batch, self.config.group_size, self.config.micro_batch_groups):
             part = move_batch(part, self.device)
             with torch.no_grad():
-                part["old"], _ = token_log_probs(self.model, part)  # (B, L-1)
+                several = self.config.num_updates_per_iteration > 1
+                part["old"] = token_log_probs(self.model, part)[0] if several else None  # (B, L-1)
                 with self.reference_policy() as reference:
                     part["ref"], _ = token_log_probs(reference, part)  # (B, L-1)
             parts.append(part)
@@ -242,7 +249,11 @@ class Trainer:
     # evaluation, logging, checkpoints ------------------------------------------------------------
 
     def evaluate(self, problems, iteration: int) -> float | None:
-        """Held-out accuracy: greedy answers, correct when reward_gsm8k gives its 1.0; ranks split the problems."""
+        """Held-out accuracy: greedy answers, correct when reward_gsm8k gives its 1.0; ranks split the problems.
+
+        Each problem's two reward parts (correct, formatted: 0/1) are kept in `evaluations[iteration]`,
+        in held-out order, for the paired gains (results.heldout_gains).
+        """
         if not problems:
             return None
         with self.lab_run.stage("evaluate"):
@@ -254,9 +265,16 @@ class Trainer:
                 self.config.rollout_len,
                 self.config.eval_batch_size,
             )
-            correct = sum(reward_gsm8k(answer, problem.answer) >= 1.0 for answer, problem in zip(answers, mine))
-            sums = all_reduce_sums({"correct": correct, "total": len(mine)}, self.ranks, self.device)
-        accuracy = sums["correct"] / sums["total"]
+            places = range(self.ranks.rank, len(problems), self.ranks.world_size)  # of `mine` in `problems`
+            scored = [
+                (place, *answer_parts(answer, problem.answer)) for place, answer, problem in zip(places, answers, mine)
+            ]
+            scored = sorted(sum(all_gather(scored, self.ranks), []))  # every rank's problems, in held-out order
+        self.evaluations[iteration] = {
+            "correct": [correct for _, correct, _ in scored],
+            "formatted": [formatted for _, _, formatted in scored],
+        }
+        accuracy = sum(correct for _, correct, _ in scored) / len(scored)
         if iteration == 0 and self.ranks.writer:
             self.write_metrics({"iteration": 0, "phase": "baseline", "heldout_accuracy": accuracy})
             if self.lab_run.console is not None:
@@ -316,6 +334,13 @@ def reward_gsm8k(text: str, gold: float) -> float:
     from reference.verifier_reward import reward_gsm8k as verify
 
     return verify(text, gold)
+
+
+def answer_parts(text: str, gold: float) -> tuple[int, int]:
+    """(correct, formatted) of one answer, 0/1: the 1.0 and the 0.2 of reward_gsm8k."""
+    from reference.verifier_reward import has_well_formed_answer
+
+    return int(reward_gsm8k(text, gold) >= 1.0), int(bool(has_well_formed_answer(text)))
 
 
 def greedy_answers(model, tokenizer, prompts: list[str], max_new_tokens: int, batch_size: int) -> list[str]:
