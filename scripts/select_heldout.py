@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gpu_labs.config import ConfigError, as_dict, load_json_config  # noqa: E402
-from gpu_labs.data import ARITHMETIC_HELDOUT, ARITHMETIC_POOL, load_problems  # noqa: E402
+from gpu_labs.data import ARITHMETIC_HELDOUT, ARITHMETIC_POOL, load_problems, overlap  # noqa: E402
 from gpu_labs.evidence import write_json_atomic  # noqa: E402
 from gpu_labs.train_grpo import Config  # noqa: E402
-from gpu_labs.train_grpo.heldout import check_disjoint, choose, pass_rates  # noqa: E402
+from gpu_labs.train_grpo.heldout import choose, pass_rates  # noqa: E402
 from gpu_labs.train_grpo.settings import data_path  # noqa: E402
 
 
@@ -47,7 +47,12 @@ def main() -> int:
     started = time.monotonic()
     loaded = load_model(args.model, "cpu", getattr(torch, config.dtype), config.seed)
     pool = load_problems(ARITHMETIC_POOL)
-    check_disjoint(pool, load_problems(data_path(config.curriculum_data)) + load_problems(data_path(config.train_data)))
+    shared = overlap(
+        pool, load_problems(data_path(config.curriculum_data)) + load_problems(data_path(config.train_data))
+    )
+    if shared:
+        print(f"error: {len(shared)} pool problems are also training prompts", file=sys.stderr)
+        return 1
     rates = []
     for rate in pass_rates(loaded.model, loaded.tokenizer, pool, config, args.samples):
         rates.append(rate)

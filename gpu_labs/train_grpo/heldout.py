@@ -13,7 +13,7 @@ curriculum); the chosen ones are then evaluated greedily before and after traini
 trained on. `scripts/select_heldout.py` writes them with the record of every rate it measured.
 """
 
-from gpu_labs.data import Problem, overlap
+from gpu_labs.data import Problem
 
 
 def pass_rates(model, tokenizer, problems: list[Problem], config, samples: int, prompts_per_batch: int = 16):
@@ -44,10 +44,3 @@ def choose(problems: list[Problem], rates: list[float], low: float, high: float,
     """The first `count` problems whose rate lies in [low, high] (fewer when the pool runs out)."""
     inside = [problem for problem, rate in zip(problems, rates, strict=True) if low <= rate <= high]
     return inside[:count]
-
-
-def check_disjoint(chosen: list[Problem], training: list[Problem]) -> None:
-    """ValueError when a chosen problem is also a training prompt (same question id)."""
-    shared = overlap(chosen, training)
-    if shared:
-        raise ValueError(f"{len(shared)} chosen held-out problems are also training prompts")
