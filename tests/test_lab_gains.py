@@ -167,3 +167,31 @@ def test_the_summary_shows_each_gain_with_its_interval(lang, title):
         f"{accuracy['high']:+.3f}]",
     ]
     assert any(line.startswith(title) for line in lines) and max(map(cell_len, lines)) <= 80
+
+
+RECORDED = sorted((Path(lab.__file__).parents[1] / "evidence" / "train_grpo").glob("cpu-learn-seed*/evidence.json"))
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda path: path.parent.name)
+def test_a_recorded_learning_run_holds_its_gains_and_the_readme_shows_them(path):
+    """A committed run's gains follow from its per-problem scores (recomputed here, the same
+    bootstrap), its config is cpu_learn.json's, and the README shows its numbers and its command."""
+    recorded = json.loads(path.read_text(encoding="utf-8"))
+    heldout = recorded["results"]["heldout"]
+    evaluations = {0: heldout["per_problem"]["before"], heldout["evaluated_at"][-1]: heldout["per_problem"]["after"]}
+    again = heldout_gains(evaluations)
+    assert again["gains"] == heldout["gains"] and again["learned"] == heldout["learned"]
+    config = json.loads(CPU_LEARN.read_text(encoding="utf-8"))
+    assert {key: recorded["config"][key] for key in config if key != "seed"} == {
+        key: value for key, value in config.items() if key != "seed"
+    }
+    accuracy = heldout["gains"]["accuracy"]
+    shown = f"| {accuracy['after']:.2f} | {accuracy['gain']:+.2f} [{accuracy['low']:+.2f}, {accuracy['high']:+.2f}] |"
+    readme = (Path(lab.__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert shown in readme, shown
+    seed = f"--seed {recorded['config']['seed']} " if recorded["config"]["seed"] else ""
+    assert f"cpu_learn.json {seed}--label {path.parent.name}" in readme  # the command that reproduces it
+
+
+def test_two_seeds_of_the_learning_run_are_recorded():
+    assert len({json.loads(path.read_text(encoding="utf-8"))["config"]["seed"] for path in RECORDED}) >= 2

@@ -125,6 +125,33 @@ def test_no_kata_checks_module_holds_an_assert_for_pytest_to_rewrite():
         assert not asserts, f"{kata.checks_path}: assert on lines {asserts}"
 
 
+def test_no_check_needs_a_pytest_plugin_a_judge_leaves_out():
+    """A judge runs without pytest's plugins no check uses (grading.UNUSED_PLUGINS: skip and xfail
+    marks, captured logs and output, warnings, tmp_path, monkeypatch...): every check is marked
+    only with todo, whole or parametrize, and takes only the grading fixtures and its parameters."""
+    import importlib
+    import inspect
+
+    from grader.content.catalogue import all_katas
+
+    marks, fixtures = {"todo", "whole", "parametrize"}, {"expect", "learner", "reference"}
+    for kata in all_katas():
+        module = importlib.import_module(f"katas.{kata.slug}.checks")
+        checks = [(name, check) for name, check in vars(module).items() if name.startswith("test_")]
+        assert checks, kata.slug
+        for name, check in checks:
+            used = getattr(check, "pytestmark", [])
+            parameters = {
+                argument.strip()
+                for mark in used
+                if mark.name == "parametrize"
+                for argument in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])
+            }
+            assert {mark.name for mark in used} <= marks, f"{kata.slug}::{name}: {[m.name for m in used]}"
+            taken = set(inspect.signature(check).parameters) - parameters
+            assert taken <= fixtures, f"{kata.slug}::{name} takes {sorted(taken - fixtures)}"
+
+
 def _alive(pid: int) -> bool:
     try:
         status = Path(f"/proc/{pid}/stat").read_text()

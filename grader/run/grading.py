@@ -24,10 +24,13 @@ def fingerprints_folder() -> Path:
     return Path(cache) / "post-training-katas" / "fingerprints"
 
 
-# pytest's plugins no check uses (no check takes tmp_path, monkeypatch, recwarn or a doctest): each
-# costs its registration in every judge, cold or warm
+# pytest's plugins no check uses: each costs its registration in every judge, cold or warm, and
+# some a hook around every phase of every check (logging's handlers, warnings' catch). No check is
+# marked skip or xfail, takes tmp_path, monkeypatch, capsys or caplog, or holds an assert to rewrite
+# (tests/test_warm_judge.py); the learner's code, its output and warnings are the contestants'.
 UNUSED_PLUGINS = ("doctest", "junitxml", "pastebin", "legacypath", "setuponly", "setupplan", "stepwise",
-                  "tmpdir", "monkeypatch", "recwarn", "subtests")  # fmt: skip
+                  "tmpdir", "monkeypatch", "recwarn", "subtests", "assertion", "capture", "debugging",
+                  "logging", "skipping", "threadexception", "unittest", "warnings")  # fmt: skip
 
 
 class GradingError(RuntimeError):
