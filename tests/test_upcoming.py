@@ -5,13 +5,16 @@ contestant (`take` gives None and has ended it), so the session starts a fresh o
 twin of each gets its contestant, which answers.
 """
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import need_sandbox
 
 from grader.judging.boxes import Boxes
 from grader.run.arena import Arena
+from grader.run.judge import Stopped
 from grader.run.limits import Limits
 
 HONEST = "def answer():\n    return 42\n"
@@ -97,3 +100,39 @@ def test_an_upcoming_contestant_never_taken_ends_with_close(boxes):
     contestant = upcoming.contestant
     upcoming.close()
     assert contestant is not None and contestant.pid is None  # ended: its box was told
+
+
+def test_hybrids_that_find_the_warm_process_dead_start_one_new_one(tmp_path, monkeypatch):
+    """Hybrids ask for boxes from threads (grader.judging.locating): when the warm process has died,
+    the first to ask starts a new one and the others use it. Unordered, each of the four started
+    one (importing torch again) and closed whichever another had just started."""
+    need_sandbox()
+    arena = Arena.start(["import torch"], sandboxed=True)  # its own: this test ends its warm process
+    path = tmp_path / "module.py"
+    path.write_text(HONEST, encoding="utf-8")
+    boxes = Boxes(arena, path, Limits())
+    restarts, restart = [], arena.restart
+    monkeypatch.setattr(arena, "restart", lambda: (restarts.append(1), restart()))
+    try:
+        arena.zygote.close()  # the warm process ends; the next request finds it gone
+        with pytest.raises(Stopped):
+            arena.zygote.box()
+        assert not arena.zygote.alive
+        start = threading.Barrier(4)
+
+        def hybrid():
+            start.wait()
+            box = boxes.box()
+            contestant = boxes.learner(HONEST, "<hybrid>", 30.0, set(), box)
+            try:
+                return contestant.call("answer")
+            finally:
+                contestant.close()
+                box.close()
+
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda _: hybrid(), range(4)))
+        assert answers == [42] * 4 and len(restarts) == 1
+    finally:
+        boxes.close()
+        arena.close()

@@ -37,6 +37,7 @@ class Boxes:
         self.owns_cgroup = arena.cgroup is None
         self.cgroup = containment.Box(memory_mb=limits.memory_mb) if self.owns_cgroup else arena.cgroup
         self.file_box: Zygote | None = None
+        self.reviving = threading.Lock()  # hybrids ask for boxes from threads: one restarts a dead warm process
         self.seccomp: bool | None = None  # whether every contestant so far had its seccomp filter
 
     @property
@@ -45,9 +46,11 @@ class Boxes:
 
     def box(self, learner_code: bool = True) -> Zygote:
         """A new box forked from the warm process: in the file's cgroup when it will run learner code."""
-        if not self.arena.zygote.alive:  # the warm process died: go on with a new one
-            self.arena.restart()
-        return self.arena.zygote.box(self.cgroup if learner_code else None)
+        with self.reviving:  # threads that find it dead start one new one, not one each (and end none)
+            if not self.arena.zygote.alive:  # the warm process died: go on with a new one
+                self.arena.restart()
+            zygote = self.arena.zygote
+        return zygote.box(self.cgroup if learner_code else None)
 
     def learner(
         self, source: str, label: str, seconds: float, hung: set[str], box: Zygote | None = None, wait: bool = True
